@@ -1,0 +1,129 @@
+"""The one place where a config meets the modules: ``build_model`` and ``init_weights``."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from aiayn.config import PAD_ID, ModelConfig
+from aiayn.models.transformer import Decoder, EmbeddingWithPositions, Encoder, Transformer
+from aiayn.modules import (
+    POSITIONAL,
+    DecoderLayer,
+    EncoderLayer,
+    OutputProjection,
+    TokenEmbedding,
+)
+from aiayn.modules.attention import CrossAttention, SelfAttention
+
+
+def build_model(cfg: ModelConfig) -> Transformer:
+    """Build and initialise the encoder–decoder Transformer described by ``cfg``."""
+    if not cfg.is_encoder_decoder:
+        raise ValueError("n_encoder_layers == 0 describes a language model: use build_lm")
+    if cfg.src_vocab_size <= 0 or cfg.tgt_vocab_size <= 0:
+        raise ValueError("set src_vocab_size and tgt_vocab_size (ModelConfig.with_vocab)")
+    src_tokens = TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    tgt_tokens = (
+        src_tokens
+        if cfg.share_embeddings
+        else TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    )
+    model = Transformer(
+        src_embed=_embed(cfg, src_tokens),
+        tgt_embed=_embed(cfg, tgt_tokens),
+        encoder=Encoder(
+            layers=[EncoderLayer(**_layer_args(cfg)) for _ in range(cfg.n_encoder_layers)],
+            final_norm=_final_norm(cfg),
+        ),
+        decoder=Decoder(
+            layers=[DecoderLayer(**_layer_args(cfg)) for _ in range(cfg.n_decoder_layers)],
+            final_norm=_final_norm(cfg),
+        ),
+        output=OutputProjection(
+            d_model=cfg.d_model,
+            vocab_size=cfg.tgt_vocab_size,
+            tied_to=tgt_tokens if cfg.tie_output else None,
+        ),
+        pad_id=PAD_ID,
+    )
+    init_weights(model, d_model=cfg.d_model)
+    return model
+
+
+def _embed(cfg: ModelConfig, tokens: TokenEmbedding) -> EmbeddingWithPositions:
+    positional = POSITIONAL[cfg.positional]
+    if cfg.positional == "learned":
+        positions = positional(d_model=cfg.d_model, max_positions=cfg.max_positions)
+    else:
+        positions = positional(d_model=cfg.d_model)
+    return EmbeddingWithPositions(tokens=tokens, positions=positions, dropout=cfg.dropout)
+
+
+def _layer_args(cfg: ModelConfig) -> dict:
+    return dict(
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        d_ff=cfg.d_ff,
+        dropout=cfg.dropout,
+        attention_dropout=cfg.attention_dropout,
+        activation=cfg.activation,
+        activation_dropout=cfg.activation_dropout,
+        norm_first=cfg.norm_first,
+        bias=cfg.bias,
+        eps=cfg.layer_norm_eps,
+    )
+
+
+def _final_norm(cfg: ModelConfig) -> nn.LayerNorm | None:
+    """Pre-norm stacks end with a LayerNorm; post-norm layers already end with one."""
+    if not cfg.norm_first:
+        return None
+    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
+
+
+@torch.no_grad()
+def init_weights(model: nn.Module, *, d_model: int) -> None:
+    """Initialise every parameter of ``model`` once. The paper gives no scheme; we follow
+    the choices of tensor2tensor and fairseq, whose Transformers reproduce its results:
+
+    - Linear weights: Xavier/Glorot uniform (fan-in + fan-out), biases zero. The stacked
+      [W_Q; W_K; W_V] and [W_K; W_V] projections are initialised block by block, as if they
+      were the paper's separate d_model × d_model matrices.
+    - Token embeddings: N(0, d_model^-0.5), padding row zero. After the √d_model scale of
+      §3.4 the embedded tokens have unit variance, matching the sinusoids' magnitude; with a
+      tied output projection the logits start small.
+    - Learned positions: N(0, d_model^-0.5) like the tokens.
+    - LayerNorm: weight 1, bias 0 (PyTorch's default, reset here for completeness).
+    """
+    modules = list(model.modules())
+    for module in modules:
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            if module.weight is not None:
+                nn.init.ones_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+    for module in modules:
+        if isinstance(module, (SelfAttention, CrossAttention)):
+            _xavier_blocks(module)
+    # Embeddings last: a tied output projection shares its weight and keeps this init.
+    for module in modules:
+        if isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=d_model**-0.5)
+            if module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
+
+
+def _xavier_blocks(attention: SelfAttention | CrossAttention) -> None:
+    """Xavier-uniform on each (D, D) block of the stacked projections."""
+    for linear in attention.children():
+        if isinstance(linear, nn.Linear):
+            for block in linear.weight.split(linear.in_features, dim=0):  # each (D, D)
+                bound = math.sqrt(6.0 / (block.size(0) + block.size(1)))
+                block.uniform_(-bound, bound)

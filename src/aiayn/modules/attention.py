@@ -1,0 +1,154 @@
+"""Scaled dot-product and multi-head attention (§3.2).
+
+Shapes: B batch, T query length, S key length, D d_model, H heads, Dh = D / H.
+Masks are bool, True = attend, broadcastable to (B, H, T, S) (see ``aiayn.masks``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+KeyValue = tuple[Tensor, Tensor]  # (B, H, S, Dh) each
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V  (§3.2.1, eq. 1).
+
+    Without ``need_weights`` this is PyTorch's fused kernel; with it, an eager path that
+    also returns the attention weights. Both compute the same function.
+
+    Args:
+        q: (B, H, T, Dh) queries.
+        k: (B, H, S, Dh) keys.
+        v: (B, H, S, Dh) values.
+        mask: bool, True = attend, broadcastable to (B, H, T, S); None attends everywhere.
+        dropout_p: dropout on the attention weights (0 in eval).
+        need_weights: return the (B, H, T, S) weights as well.
+
+    Returns:
+        (B, H, T, Dh) output, and the weights or None.
+    """
+    if not need_weights:
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        return out, None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)  # (B, H, T, S)
+    out = F.dropout(weights, p=dropout_p) @ v  # (B, H, T, Dh)
+    return out, weights
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """(B, T, D) -> (B, H, T, Dh)."""
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)  # (B, H, T, Dh)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """(B, H, T, Dh) -> (B, T, D): Concat(head_1, ..., head_h) of eq. (2)."""
+    b, h, t, dh = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention (§3.2.2) with W_Q, W_K, W_V stacked into one projection.
+
+    The stacked rows are [W_Q; W_K; W_V], the layout of ``nn.MultiheadAttention.in_proj_weight``.
+    Keys and values of earlier positions can be passed in (``past``) and the extended ones
+    are returned, so a caller can decode one position at a time.
+    """
+
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W_Q; W_K; W_V]
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_O
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        mask: Tensor | None = None,
+        past: KeyValue | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None, KeyValue]:
+        """Attend from ``x`` to itself (and to ``past`` keys/values).
+
+        Args:
+            x: (B, T, D).
+            mask: bool, broadcastable to (B, H, T, L+T) where L is the past length.
+            past: keys and values of L earlier positions, (B, H, L, Dh) each.
+            need_weights: also return the attention weights.
+
+        Returns:
+            (B, T, D) output, weights (B, H, T, L+T) or None, and keys/values (B, H, L+T, Dh).
+        """
+        b, t, d = x.shape
+        qkv = self.qkv_proj(x).view(b, t, 3, self.n_heads, d // self.n_heads)  # (B, T, 3, H, Dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 × (B, H, T, Dh)
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)  # (B, H, L+T, Dh)
+            v = torch.cat([past[1], v], dim=2)  # (B, H, L+T, Dh)
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product_attention(
+            q, k, v, mask=mask, dropout_p=dropout_p, need_weights=need_weights
+        )
+        return self.out_proj(merge_heads(out)), weights, (k, v)
+
+
+class CrossAttention(nn.Module):
+    """Encoder–decoder attention (§3.2.3): queries from the decoder, keys and values from memory.
+
+    Keys and values depend only on the encoder output, so ``project_memory`` computes them
+    once per sentence and decoding steps reuse them.
+    """
+
+    def __init__(self, *, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W_Q
+        self.kv_proj = nn.Linear(d_model, 2 * d_model, bias=bias)  # [W_K; W_V]
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_O
+
+    def project_memory(self, memory: Tensor) -> KeyValue:
+        """(B, S, D) encoder output -> keys and values, (B, H, S, Dh) each."""
+        b, s, d = memory.shape
+        kv = self.kv_proj(memory).view(b, s, 2, self.n_heads, d // self.n_heads)  # (B,S,2,H,Dh)
+        k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)  # 2 × (B, H, S, Dh)
+        return k, v
+
+    def forward(
+        self,
+        x: Tensor,
+        memory_kv: KeyValue,
+        *,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from decoder states ``x`` (B, T, D) to projected memory.
+
+        Returns:
+            (B, T, D) output and weights (B, H, T, S) or None.
+        """
+        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, Dh)
+        k, v = memory_kv
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product_attention(
+            q, k, v, mask=mask, dropout_p=dropout_p, need_weights=need_weights
+        )
+        return self.out_proj(merge_heads(out)), weights

@@ -1,0 +1,68 @@
+"""Shared fixtures: tiny models on CPU, and the shared corpora (skipped with a reason if absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from aiayn.config import ModelConfig
+from aiayn.models import build_model
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("AIAYN_DATA_DIR", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture
+def multi30k_dir() -> Path:
+    path = data_dir() / "multi30k"
+    if not (path / "train.en.gz").is_file():
+        pytest.skip(f"Multi30k not found at {path} (set AIAYN_DATA_DIR)")
+    return path
+
+
+@pytest.fixture
+def shakespeare_file() -> Path:
+    path = data_dir() / "tinyshakespeare" / "input.txt.gz"
+    if not path.is_file():
+        pytest.skip(f"tinyshakespeare not found at {path} (set AIAYN_DATA_DIR)")
+    return path
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    """The HF-Marian-style tester size: small enough for exhaustive checks in milliseconds."""
+    fields = dict(
+        src_vocab_size=37,
+        tgt_vocab_size=37,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        dropout=0.0,
+    )
+    fields.update(overrides)
+    return ModelConfig(**fields)
+
+
+def tiny_model(seed: int = 0, **overrides):
+    torch.manual_seed(seed)
+    return build_model(tiny_config(**overrides)).eval()
+
+
+def random_tokens(
+    batch: int, length: int, vocab: int, *, pad_from: list[int] | None = None, seed: int = 0
+) -> torch.Tensor:
+    """(batch, length) ids in [4, vocab); row i padded (id 0) from position pad_from[i]."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, vocab, (batch, length), generator=g)
+    for row, start in enumerate(pad_from or []):
+        ids[row, start:] = 0
+    return ids

@@ -1,0 +1,58 @@
+import pytest
+
+from aiayn.config import ConfigError, ModelConfig, config_from_dict, config_to_dict, model_preset
+
+
+def test_presets_have_the_paper_sizes():
+    base = model_preset("base")
+    assert (base.n_encoder_layers, base.d_model, base.d_ff, base.n_heads) == (6, 512, 2048, 8)
+    big = model_preset("big")
+    assert (big.d_model, big.d_ff, big.n_heads, big.dropout) == (1024, 4096, 16, 0.3)
+    tiny = model_preset("tiny")
+    assert (tiny.n_encoder_layers, tiny.d_model, tiny.d_ff, tiny.n_heads) == (4, 128, 256, 4)
+    assert base.d_head == 64  # d_k = d_v = d_model / h
+
+
+def test_unknown_preset_is_rejected():
+    with pytest.raises(ValueError, match="unknown preset"):
+        model_preset("huge")
+
+
+def test_config_is_frozen():
+    cfg = model_preset("tiny")
+    with pytest.raises(AttributeError):
+        cfg.d_model = 3  # type: ignore[misc]
+
+
+def test_heads_must_divide_d_model():
+    with pytest.raises(ValueError, match="divisible"):
+        ModelConfig(d_model=100, n_heads=8)
+
+
+def test_shared_embeddings_need_one_vocabulary():
+    with pytest.raises(ValueError, match="share_embeddings"):
+        ModelConfig(src_vocab_size=10, tgt_vocab_size=12)
+
+
+def test_dict_round_trip():
+    cfg = model_preset("tiny").with_vocab(100)
+    assert config_from_dict(ModelConfig, config_to_dict(cfg)) == cfg
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"d_modle": 5}, "unknown key"),
+        ({"d_model": "big"}, "expected int"),
+        ({"d_model": True}, "boolean"),
+        ({"activation": "tanh"}, "not one of"),
+        ({"dropout": 1.5}, "dropout"),
+    ],
+)
+def test_bad_values_are_clear_errors(values, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(ModelConfig, values, where="model")
+
+
+def test_int_is_accepted_for_float():
+    assert config_from_dict(ModelConfig, {"dropout": 0}).dropout == 0.0

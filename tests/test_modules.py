@@ -1,0 +1,112 @@
+import math
+
+import pytest
+import torch
+
+from aiayn import masks
+from aiayn.modules import (
+    LearnedPositionalEmbedding,
+    PositionwiseFeedForward,
+    SelfAttention,
+    SinusoidalPositionalEncoding,
+    scaled_dot_product_attention,
+    sinusoid_table,
+)
+from aiayn.modules.positional import SinusoidalConcatPositionalEncoding
+
+
+def _qkv(b=2, h=3, t=5, s=7, dh=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(b, h, t, dh, generator=g),
+        torch.randn(b, h, s, dh, generator=g),
+        torch.randn(b, h, s, dh, generator=g),
+    )
+
+
+def test_fused_and_eager_attention_agree_with_padding_mask():
+    q, k, v = _qkv()
+    keys = torch.tensor([[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 1]])
+    mask = masks.padding_mask(keys, pad_id=0)
+    fused, none = scaled_dot_product_attention(q, k, v, mask=mask)
+    eager, weights = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=True)
+    assert none is None
+    torch.testing.assert_close(fused, eager)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
+    assert torch.all(weights[0, :, :, 5:] == 0)
+
+
+def test_fused_and_eager_attention_agree_with_causal_mask():
+    q, k, v = _qkv(t=6, s=6)
+    mask = masks.causal_mask(6)
+    fused, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    eager, weights = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=True)
+    torch.testing.assert_close(fused, eager)
+    assert torch.all(weights.triu(diagonal=1) == 0)
+
+
+def test_eager_attention_matches_equation_1():
+    q, k, v = _qkv()
+    _, weights = scaled_dot_product_attention(q, k, v, need_weights=True)
+    expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)
+    torch.testing.assert_close(weights, expected)
+
+
+def test_self_attention_with_past_equals_full_attention():
+    torch.manual_seed(0)
+    attn = SelfAttention(d_model=16, n_heads=4).eval()
+    x = torch.randn(2, 5, 16)
+    full, _, (k, v) = attn(x, mask=masks.causal_mask(5))
+    head, _, past = attn(x[:, :3], mask=masks.causal_mask(3))
+    tail, _, (k2, v2) = attn(x[:, 3:], mask=masks.causal_mask(2, offset=3), past=past)
+    torch.testing.assert_close(torch.cat([head, tail], dim=1), full)
+    torch.testing.assert_close(k2, k)
+    torch.testing.assert_close(v2, v)
+
+
+@pytest.mark.parametrize("pos", [0, 1, 7, 50])
+@pytest.mark.parametrize("i", [0, 1, 5, 31])
+def test_sinusoid_table_matches_the_paper_formula(pos, i):
+    d = 64
+    table = sinusoid_table(64, d)
+    angle = pos / 10000 ** (2 * i / d)
+    assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+    assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_concat_layout_is_a_permutation_of_the_paper_layout():
+    paper = sinusoid_table(20, 16)
+    concat = sinusoid_table(20, 16, interleaved=False)
+    torch.testing.assert_close(concat[:, :8], paper[:, 0::2])
+    torch.testing.assert_close(concat[:, 8:], paper[:, 1::2])
+
+
+def test_sinusoidal_encoding_grows_beyond_its_initial_table():
+    enc = SinusoidalPositionalEncoding(d_model=8, initial_length=4)
+    torch.testing.assert_close(enc(3, offset=10), sinusoid_table(13, 8)[10:])
+    concat = SinusoidalConcatPositionalEncoding(d_model=8)
+    torch.testing.assert_close(concat(5), sinusoid_table(5, 8, interleaved=False))
+
+
+def test_learned_positions_refuse_positions_past_the_table():
+    pos = LearnedPositionalEmbedding(d_model=8, max_positions=4)
+    assert pos(2, offset=2).shape == (2, 8)
+    with pytest.raises(ValueError, match="max_positions"):
+        pos(3, offset=2)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swish"])
+def test_feed_forward_applies_the_chosen_activation(activation):
+    torch.manual_seed(0)
+    ffn = PositionwiseFeedForward(d_model=8, d_ff=16, activation=activation)
+    x = torch.randn(2, 3, 8)
+    act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "swish": torch.nn.functional.silu}[
+        activation
+    ]
+    expected = act(x @ ffn.w_1.weight.T + ffn.w_1.bias) @ ffn.w_2.weight.T + ffn.w_2.bias
+    torch.testing.assert_close(ffn(x), expected)
+
+
+def test_unknown_activation_is_rejected():
+    with pytest.raises(ValueError, match="unknown activation"):
+        PositionwiseFeedForward(d_model=8, d_ff=16, activation="tanh")

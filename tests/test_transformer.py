@@ -1,0 +1,194 @@
+"""The encoder–decoder model: parity with torch.nn.Transformer and the core invariants."""
+
+import importlib.util
+
+import pytest
+import torch
+from torch import nn
+
+from aiayn import masks
+from aiayn.config import BOS_ID, PAD_ID, model_preset
+from aiayn.models import build_model
+
+from .conftest import REPO_ROOT, random_tokens, tiny_config, tiny_model
+
+
+def _reference_from(model, cfg) -> nn.Transformer:
+    """A torch.nn.Transformer holding the same weights as our post-norm model."""
+    ref = nn.Transformer(
+        d_model=cfg.d_model,
+        nhead=cfg.n_heads,
+        num_encoder_layers=cfg.n_encoder_layers,
+        num_decoder_layers=cfg.n_decoder_layers,
+        dim_feedforward=cfg.d_ff,
+        dropout=0.0,
+        batch_first=True,
+    )
+    ref.encoder.norm = None  # post-norm layers already end in a LayerNorm (§3.1)
+    ref.decoder.norm = None
+    with torch.no_grad():
+        for ours, theirs in zip(model.encoder.layers, ref.encoder.layers, strict=True):
+            _copy_linear(ours.self_attn.qkv_proj, theirs.self_attn, "in_proj")
+            _copy_linear(ours.self_attn.out_proj, theirs.self_attn.out_proj)
+            _copy_ffn_and_norms(ours, theirs, ["self_attn_connection", "ffn_connection"])
+        for ours, theirs in zip(model.decoder.layers, ref.decoder.layers, strict=True):
+            _copy_linear(ours.self_attn.qkv_proj, theirs.self_attn, "in_proj")
+            _copy_linear(ours.self_attn.out_proj, theirs.self_attn.out_proj)
+            cross = ours.cross_attn
+            theirs.multihead_attn.in_proj_weight.copy_(
+                torch.cat([cross.q_proj.weight, cross.kv_proj.weight])
+            )
+            theirs.multihead_attn.in_proj_bias.copy_(
+                torch.cat([cross.q_proj.bias, cross.kv_proj.bias])
+            )
+            _copy_linear(cross.out_proj, theirs.multihead_attn.out_proj)
+            _copy_ffn_and_norms(
+                ours, theirs, ["self_attn_connection", "cross_attn_connection", "ffn_connection"]
+            )
+    return ref.eval()
+
+
+def _copy_linear(src, dst, prefix=None):
+    weight = getattr(dst, f"{prefix}_weight") if prefix else dst.weight
+    bias = getattr(dst, f"{prefix}_bias") if prefix else dst.bias
+    weight.copy_(src.weight)
+    bias.copy_(src.bias)
+
+
+def _copy_ffn_and_norms(ours, theirs, connections):
+    _copy_linear(ours.ffn.w_1, theirs.linear1)
+    _copy_linear(ours.ffn.w_2, theirs.linear2)
+    for i, name in enumerate(connections, start=1):
+        _copy_linear(getattr(ours, name).norm, getattr(theirs, f"norm{i}"))
+
+
+def test_logits_equal_torch_nn_transformer_with_padding():
+    cfg = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
+    torch.manual_seed(0)
+    model = build_model(cfg).eval()
+    ref = _reference_from(model, cfg)
+    src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1)
+    tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2)
+    tgt[:, 0] = BOS_ID
+    with torch.no_grad():
+        ours = model(src, tgt)
+        hidden = ref(
+            model.src_embed(src),
+            model.tgt_embed(tgt),
+            tgt_mask=nn.Transformer.generate_square_subsequent_mask(7),
+            src_key_padding_mask=src == PAD_ID,
+            tgt_key_padding_mask=tgt == PAD_ID,
+            memory_key_padding_mask=src == PAD_ID,
+            tgt_is_causal=True,
+        )
+        theirs = model.output(hidden)
+    real = tgt != PAD_ID
+    torch.testing.assert_close(ours[real], theirs[real], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("preset", "paper"), [("base", 65e6), ("big", 213e6)])
+def test_parameter_count_matches_table_3(preset, paper):
+    model = build_model(model_preset(preset).with_vocab(37000))
+    count = sum(p.numel() for p in model.parameters())  # tied weights counted once
+    assert abs(count - paper) / paper < 0.05, count
+
+
+def test_shared_and_tied_embeddings_are_one_tensor():
+    model = tiny_model()
+    assert model.src_embed.tokens.weight is model.tgt_embed.tokens.weight
+    assert model.output.proj.weight is model.tgt_embed.tokens.weight
+    untied = tiny_model(share_embeddings=False, tie_output=False, tgt_vocab_size=41)
+    assert untied.output.proj.weight is not untied.tgt_embed.tokens.weight
+    assert untied.output.proj.weight.shape == (41, 32)
+
+
+def test_embeddings_are_scaled_by_sqrt_d_model():
+    model = tiny_model()
+    ids = torch.tensor([[5, 6]])
+    expected = model.src_embed.tokens.embedding(ids) * 32**0.5
+    torch.testing.assert_close(model.src_embed.tokens(ids), expected)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"norm_first": True},
+        {"positional": "learned"},
+        {"positional": "sinusoidal_concat"},
+    ],
+)
+def test_cached_step_by_step_decoding_equals_full_prefix(overrides):
+    model = tiny_model(**overrides)
+    src = random_tokens(2, 6, 37, pad_from=[6, 4], seed=3)
+    tgt = random_tokens(2, 5, 37, seed=4)
+    with torch.no_grad():
+        src_mask = model.source_mask(src)
+        memory = model.encode(src, src_mask)
+        full, full_cache = model.decode(tgt, memory, src_mask)
+        cache = model.start_cache(memory)
+        steps = []
+        for t in range(tgt.size(1)):
+            logits, cache = model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache)
+            steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert cache.length == full_cache.length == 5
+    torch.testing.assert_close(cache.self_attn[0][0], full_cache.self_attn[0][0])
+
+
+def test_pre_norm_has_final_norms_and_post_norm_has_none():
+    assert tiny_model(norm_first=True).encoder.final_norm is not None
+    assert tiny_model().decoder.final_norm is None
+
+
+def test_padding_content_never_changes_real_positions():
+    model = tiny_model()
+    src = random_tokens(2, 8, 37, pad_from=[8, 5], seed=5)
+    tgt = random_tokens(2, 6, 37, pad_from=[6, 4], seed=6)
+    with torch.no_grad():
+        before = model(src, tgt)
+        src2, tgt2 = src.clone(), tgt.clone()
+        src2[1, 5:] = 17  # garbage where the padding was, masks still say padding
+        tgt2[1, 4:] = 23
+        src_mask = model.source_mask(src)
+        memory = model.encode(src2, src_mask)
+        after, _ = model.decode(
+            tgt2, memory, src_mask, tgt_mask=masks.decoder_self_mask(tgt, PAD_ID)
+        )
+    torch.testing.assert_close(after[0], before[0])
+    torch.testing.assert_close(after[1, :4], before[1, :4])
+
+
+def test_attention_maps_are_distributions_and_zero_on_padding():
+    model = tiny_model()
+    src = random_tokens(2, 7, 37, pad_from=[7, 4], seed=7)
+    tgt = random_tokens(2, 5, 37, seed=8)
+    with torch.no_grad():
+        logits, maps = model.forward_with_attention(src, tgt)
+        torch.testing.assert_close(logits, model(src, tgt))
+    assert len(maps.encoder_self) == 2 and len(maps.decoder_cross) == 2
+    for w in maps.encoder_self + maps.decoder_self + maps.decoder_cross:
+        torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))
+    assert torch.all(maps.decoder_cross[0][1, :, :, 4:] == 0)
+    assert torch.all(maps.decoder_self[0].triu(diagonal=1) == 0)
+
+
+def test_dropout_is_active_in_training_only():
+    model = tiny_model(dropout=0.5)
+    src = random_tokens(2, 6, 37, seed=9)
+    tgt = random_tokens(2, 5, 37, seed=10)
+    model.train()
+    assert not torch.equal(model(src, tgt), model(src, tgt))
+    model.eval()
+    assert torch.equal(model(src, tgt), model(src, tgt))
+
+
+def test_tiny_model_learns_the_copy_task():
+    """The Annotated Transformer's first exercise (examples/copy_task.py): copy the input."""
+    spec = importlib.util.spec_from_file_location(
+        "copy_task", REPO_ROOT / "examples" / "copy_task.py"
+    )
+    copy_task = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(copy_task)
+    accuracy, _, _ = copy_task.evaluate(copy_task.train(log_every=0))
+    assert accuracy >= 0.98, accuracy
