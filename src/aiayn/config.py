@@ -175,3 +175,33 @@ def _check_type(value: Any, expected: Any, where: str) -> Any:
             f"{where}: expected {expected.__name__}, got {type(value).__name__} ({value!r})"
         )
     return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrepareConfig:
+    """How ``aiayn prepare`` turns a parallel corpus into a binary dataset.
+
+    Splits are file prefixes: ``PREFIX.{src_lang}`` and ``PREFIX.{tgt_lang}``, each plain
+    or with ``.gz`` appended.
+    """
+
+    src_lang: str
+    tgt_lang: str
+    train: str
+    valid: str
+    test: tuple[str, ...] = ()
+    vocab_size: int = 10000
+    subword_model: Literal["bpe", "unigram"] = "bpe"
+    joint_vocab: bool = True  # one vocabulary for both languages, as the paper (§5.1)
+    pretokenized: bool = False  # text is already tokenised (Moses): BLEU on tokens
+    byte_fallback: bool = False  # unseen characters become bytes instead of <unk>
+    max_len: int = 256  # training pairs with a side longer than this (subwords) are dropped
+    max_len_ratio: float = 9.0  # ... or whose length ratio exceeds this
+    empty_lines: Literal["drop", "error"] = "drop"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.vocab_size < 8:
+            raise ValueError(f"vocab_size must be at least 8, got {self.vocab_size}")
+        if self.src_lang == self.tgt_lang:
+            raise ValueError(f"source and target languages are both {self.src_lang!r}")

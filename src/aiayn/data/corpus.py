@@ -1,0 +1,103 @@
+"""Reading corpora: one sentence a line, UTF-8, plain or gzip. Errors name the file and line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import zip_longest
+from pathlib import Path
+
+
+class CorpusError(ValueError):
+    """Input text that cannot be used; the message names the file (and line) at fault."""
+
+
+def open_binary(path: str | Path) -> io.BufferedIOBase:
+    """Open a plain or gzip file (recognised by its magic bytes) for reading bytes."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """Open a plain or gzip file for strict UTF-8 reading."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict")
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """Yield the lines of ``path`` without their line ends and surrounding whitespace.
+
+    Raises:
+        CorpusError: the file is missing or unreadable, or a line is not valid UTF-8
+            (file and line named).
+    """
+    path = Path(path)
+    with open_binary(path) as f:
+        try:
+            for line_no, raw in enumerate(f, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise CorpusError(
+                        f"{path}: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
+                    ) from None
+                yield text.strip()
+        except (OSError, EOFError) as e:
+            raise CorpusError(f"{path}: unreadable ({e})") from None
+
+
+def count_lines(path: str | Path) -> int:
+    return sum(1 for _ in read_lines(path))
+
+
+@dataclass
+class PairStats:
+    """What reading a parallel corpus kept and dropped."""
+
+    pairs: int = 0
+    empty_dropped: int = 0
+
+
+def read_parallel(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    stats: PairStats | None = None,
+    empty: str = "drop",
+) -> Iterator[tuple[str, str]]:
+    """Yield aligned (source, target) lines of two files.
+
+    Args:
+        src_path: source-language file.
+        tgt_path: target-language file, line i the translation of source line i.
+        stats: filled in with counts as the pairs are read.
+        empty: what to do with a pair where either side is empty: "drop" (count it),
+            "keep", or "error".
+
+    Raises:
+        CorpusError: the files have different line counts (both files and counts named),
+            invalid UTF-8, or an empty line when ``empty="error"``.
+    """
+    if empty not in ("drop", "keep", "error"):
+        raise ValueError(f"empty must be drop, keep or error, got {empty!r}")
+    stats = stats if stats is not None else PairStats()
+    pairs = zip_longest(read_lines(src_path), read_lines(tgt_path))
+    for line_no, (src, tgt) in enumerate(pairs, start=1):
+        if src is None or tgt is None:
+            raise CorpusError(
+                f"line counts differ: {src_path} has {count_lines(src_path)} lines, "
+                f"{tgt_path} has {count_lines(tgt_path)}"
+            )
+        if (not src or not tgt) and empty != "keep":
+            if empty == "error":
+                side = src_path if not src else tgt_path
+                raise CorpusError(f"{side}: line {line_no}: empty line")
+            stats.empty_dropped += 1
+            continue
+        stats.pairs += 1
+        yield src, tgt

@@ -1,0 +1,159 @@
+"""Language-model corpora: one text file -> a contiguous token stream, cut into blocks.
+
+``prepare_lm`` splits the text by characters (the first ``1 - valid_fraction`` for training,
+the rest for validation, as nanoGPT does), tokenises each part (characters or SentencePiece)
+and writes flat ``{split}.bin`` id streams with a manifest. ``TokenStream`` memory-maps them.
+
+Shapes: B blocks in a batch, T block size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from aiayn.data.corpus import CorpusError, open_text
+from aiayn.data.indexed import sha256_file, token_dtype
+from aiayn.data.tokenizer import (
+    CharTokenizer,
+    Tokenizer,
+    load_tokenizer,
+    train_sentencepiece,
+)
+
+MANIFEST = "manifest.json"
+FORMAT = "aiayn-lm-dataset"
+
+
+def read_text(path: str | Path) -> str:
+    """A whole UTF-8 text file (plain or .gz), with a clear error for bad bytes."""
+    try:
+        with open_text(path) as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"{path}: invalid UTF-8 at byte {e.start} ({e.reason})") from None
+
+
+def prepare_lm(
+    text_file: str | Path,
+    out_dir: str | Path,
+    *,
+    tokenizer: Literal["char", "sentencepiece"] = "char",
+    vocab_size: int = 8000,
+    valid_fraction: float = 0.1,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict:
+    """Write ``train.bin``, ``valid.bin``, the tokenizer and a manifest into ``out_dir``."""
+    text = read_text(text_file)
+    if not text.strip():
+        raise CorpusError(f"{text_file}: empty corpus")
+    if not 0.0 < valid_fraction < 1.0:
+        raise ValueError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
+    cut = int(len(text) * (1.0 - valid_fraction))
+    parts = {"train": text[:cut], "valid": text[cut:]}
+    out_dir = Path(out_dir)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        tok, tok_file = _train_tokenizer(tokenizer, text, tmp, vocab_size)
+        dtype = token_dtype(tok.vocab_size)
+        tokens = {}
+        for name, part in parts.items():
+            ids = _encode_stream(tok, tokenizer, part)
+            np.asarray(ids, dtype=dtype).tofile(tmp / f"{name}.bin")
+            tokens[name] = len(ids)
+            log(f"{name}: {len(part):,} characters -> {len(ids):,} tokens")
+        manifest = {
+            "format": FORMAT,
+            "version": 1,
+            "tokenizer": tok_file,
+            "vocab_size": tok.vocab_size,
+            "dtype": dtype.name,
+            "tokens": tokens,
+            "characters": {k: len(v) for k, v in parts.items()},
+            "source": str(text_file),
+            "sha256": {p.name: sha256_file(p) for p in sorted(tmp.iterdir())},
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def _train_tokenizer(kind: str, text: str, tmp: Path, vocab_size: int) -> tuple[Tokenizer, str]:
+    if kind == "char":
+        tok = CharTokenizer.train(text)
+        tok.save(tmp / "chars.json")
+        return tok, "chars.json"
+    lines = (line for line in text.splitlines() if line.strip())
+    return train_sentencepiece(lines, tmp / "spm.model", vocab_size=vocab_size), "spm.model"
+
+
+def _encode_stream(tok: Tokenizer, kind: str, text: str) -> list[int]:
+    if kind == "char":
+        return tok.encode([text])[0]
+    # SentencePiece sees one line at a time; the line breaks become a newline-free stream.
+    ids: list[int] = []
+    for row in tok.encode(text.splitlines()):
+        ids.extend(row)
+    return ids
+
+
+@dataclass(frozen=True)
+class LMData:
+    directory: Path
+    manifest: dict
+    tokenizer: Tokenizer
+
+    def stream(self, split: str) -> np.ndarray:
+        """The memory-mapped token ids of ``split`` (``train`` or ``valid``)."""
+        if split not in self.manifest["tokens"]:
+            raise CorpusError(f"{self.directory}: no split {split!r}")
+        return np.memmap(self.directory / f"{split}.bin", dtype=self.manifest["dtype"], mode="r")
+
+
+def load_lm_data(directory: str | Path) -> LMData:
+    directory = Path(directory)
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise CorpusError(f"{directory}: not a prepared LM dataset (no {MANIFEST})")
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != FORMAT:
+        raise CorpusError(f"{path}: not an aiayn LM dataset manifest")
+    return LMData(directory, manifest, load_tokenizer(directory / manifest["tokenizer"]))
+
+
+def random_blocks(
+    stream: np.ndarray, *, block_size: int, batch_size: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """A batch of random contiguous blocks: inputs (B, T) and next-token targets (B, T)."""
+    if len(stream) <= block_size:
+        raise CorpusError(f"the token stream ({len(stream)}) is shorter than a block + 1")
+    starts = torch.randint(len(stream) - block_size, (batch_size,), generator=generator)
+    rows = np.stack([stream[s : s + block_size + 1] for s in starts.tolist()]).astype(np.int64)
+    block = torch.from_numpy(rows)  # (B, T + 1)
+    return block[:, :-1], block[:, 1:]
+
+
+def sequential_blocks(stream: np.ndarray, *, block_size: int, batch_size: int):
+    """Non-overlapping blocks covering the stream once, for an exact validation loss."""
+    n_blocks = (len(stream) - 1) // block_size
+    for first in range(0, n_blocks, batch_size):
+        count = min(batch_size, n_blocks - first)
+        starts = [(first + i) * block_size for i in range(count)]
+        rows = np.stack([stream[s : s + block_size + 1] for s in starts]).astype(np.int64)
+        block = torch.from_numpy(rows)  # (B, T + 1)
+        yield block[:, :-1], block[:, 1:]
