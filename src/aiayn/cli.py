@@ -45,7 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(handler=cmd_info)
     _add_data_parser(sub)
     _add_prepare_parser(sub)
+    _add_train_parsers(sub)
     return parser
+
+
+def _add_train_parsers(sub) -> None:
+    train = sub.add_parser("train", help="train a model from a TOML config")
+    train.add_argument("config", help="TOML file: [model], [data], [optim], [run] tables")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set optim.lr=0.001 (repeatable)",
+    )
+    train.add_argument(
+        "--resume", action="store_true", help="continue from the run directory's latest checkpoint"
+    )
+    train.set_defaults(handler=cmd_train)
+    average = sub.add_parser("average", help="average checkpoints into one model (§6.1)")
+    average.add_argument("paths", nargs="+", help="a run directory, or checkpoint directories")
+    average.add_argument(
+        "--last", type=int, default=5, help="with a run directory: how many of its last checkpoints"
+    )
+    average.add_argument("--out", required=True, help="model directory to write")
+    average.set_defaults(handler=cmd_average)
 
 
 def _add_data_parser(sub) -> None:
@@ -141,10 +165,6 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def cmd_data(args: argparse.Namespace) -> int:
     from aiayn.data.corpus import CorpusError
     from aiayn.data.multi30k import fetch_multi30k
@@ -227,3 +247,53 @@ def _prepare_lm(args: argparse.Namespace) -> None:
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def load_train_config(path: str, overrides: list[str]):
+    from aiayn.config import apply_overrides, load_toml, train_config_from_dict
+
+    return train_config_from_dict(apply_overrides(load_toml(path), overrides), where=path)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from aiayn.runtime import tune_allocator
+
+    allocator = tune_allocator()
+    from aiayn.config import ConfigError
+    from aiayn.data import CorpusError
+    from aiayn.models import ModelLoadError
+    from aiayn.train import Trainer, TrainingError
+
+    try:
+        cfg = load_train_config(args.config, args.set)
+        trainer = Trainer(cfg, resume=args.resume)
+        trainer.log(f"allocator: {allocator}")
+        state = trainer.train()
+    except (ConfigError, CorpusError, ModelLoadError, TrainingError) as e:
+        raise UserError(str(e)) from None
+    trainer.log(
+        f"done: {state.update} updates, {state.tokens:,} target tokens, "
+        f"{state.train_seconds:.0f}s training; best valid nll {state.best_valid:.3f}"
+    )
+    return 0
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    from aiayn.models import ModelLoadError
+    from aiayn.train.checkpoint import (
+        average_checkpoints,
+        copy_assets,
+        list_checkpoints,
+        write_model_dir,
+    )
+
+    paths = [Path(p) for p in args.paths]
+    if len(paths) == 1 and list_checkpoints(paths[0]):
+        paths = list_checkpoints(paths[0])[-args.last :]
+    try:
+        model, cfg = average_checkpoints(paths)
+    except ModelLoadError as e:
+        raise UserError(str(e)) from None
+    write_model_dir(Path(args.out), model, cfg, copy_assets(paths[-1]))
+    print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {args.out}")
+    return 0

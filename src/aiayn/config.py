@@ -205,3 +205,137 @@ class PrepareConfig:
             raise ValueError(f"vocab_size must be at least 8, got {self.vocab_size}")
         if self.src_lang == self.tgt_lang:
             raise ValueError(f"source and target languages are both {self.src_lang!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    """What to train on and how to batch it."""
+
+    dir: str = ""  # a dataset directory written by ``aiayn prepare``
+    train_split: str = "train"
+    valid_split: str = "valid"
+    max_tokens: int = 4096  # padded tokens per batch and side
+    max_sentences: int = 0  # cap on sentences per batch (0: none)
+    valid_max_tokens: int = 8192
+    block_size: int = 256  # language model: tokens per block
+    batch_size: int = 32  # language model: blocks per batch
+    valid_batches: int = 0  # language model: random validation batches (0: the whole split)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimConfig:
+    """Optimiser and learning-rate schedule (§5.3), and the loss (§5.4)."""
+
+    optimizer: Literal["adam", "adamw"] = "adam"
+    betas: tuple[float, float] = (0.9, 0.98)  # β1, β2
+    eps: float = 1e-9  # ε
+    weight_decay: float = 0.0
+    schedule: Literal["noam", "inverse_sqrt", "cosine", "constant"] = "noam"
+    lr: float = 5e-4  # peak learning rate (inverse_sqrt, cosine, constant)
+    lr_scale: float = 1.0  # factor on the paper's formula (noam)
+    warmup_steps: int = 4000  # warmup_steps
+    warmup_init_lr: float = 0.0  # inverse_sqrt / cosine: learning rate at step 0
+    min_lr: float = 0.0  # cosine: the floor it decays to
+    decay_steps: int = 0  # cosine: steps to reach min_lr (0: run.max_updates)
+    label_smoothing: float = 0.1  # ε_ls
+    clip_norm: float = 0.0  # gradient-norm clipping (0: off)
+    update_freq: int = 1  # batches accumulated into one update
+
+    def __post_init__(self) -> None:
+        if self.update_freq < 1:
+            raise ValueError(f"update_freq must be at least 1, got {self.update_freq}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Where a run lives, how long it goes, how often it reports and saves."""
+
+    dir: str = "runs/default"
+    seed: int = 1
+    max_updates: int = 100_000
+    max_epochs: int = 0  # 0: no limit
+    log_every: int = 100
+    valid_every: int = 1000
+    save_every: int = 1000
+    keep_last: int = 5  # checkpoints kept (the average needs as many as it averages)
+    patience: int = 0  # validations without improvement before stopping (0: never)
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    compile: bool = False  # torch.compile the model
+    device: str = "auto"  # auto, cpu, cuda, cuda:N
+    threads: int = 0  # torch intra-op threads (0: PyTorch's default)
+    max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
+    valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
+    valid_beam: int = 1  # beam size for validation BLEU (1: greedy)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """Everything ``aiayn train`` needs; saved with every run."""
+
+    task: Literal["translation", "lm"] = "translation"
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
+    run: RunConfig = dataclasses.field(default_factory=RunConfig)
+
+
+def train_config_from_dict(values: dict[str, Any], *, where: str = "config") -> TrainConfig:
+    """Build a TrainConfig; ``[model] preset = "tiny"`` fills in a preset before overrides."""
+    values = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
+    model = values.get("model", {})
+    if isinstance(model, dict) and "preset" in model:
+        preset = model.pop("preset")
+        if preset not in MODEL_PRESETS:
+            choices = sorted(MODEL_PRESETS)
+            raise ConfigError(f"{where}.model.preset: unknown preset {preset!r}; choose {choices}")
+        values["model"] = {**MODEL_PRESETS[preset], **model}
+    return config_from_dict(TrainConfig, values, where=where)
+
+
+def parse_override(assignment: str) -> tuple[list[str], Any]:
+    """``"optim.lr=0.001"`` -> (["optim", "lr"], 0.001); values use TOML syntax, else strings."""
+    toml = _toml()
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. optim.lr=0.001")
+    try:
+        value = toml.loads(f"v = {raw}")["v"]
+    except toml.TOMLDecodeError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(values: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
+    """Return ``values`` with each ``KEY=VALUE`` assignment set (nested by dots)."""
+    values = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
+    for assignment in assignments:
+        path, value = parse_override(assignment)
+        node = values
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {assignment!r}: {part} is not a table")
+        node[path[-1]] = value
+    return values
+
+
+def load_toml(path: str) -> dict[str, Any]:
+    """Read a TOML file; syntax errors become ConfigErrors naming the file."""
+    toml = _toml()
+    try:
+        with open(path, "rb") as f:
+            return toml.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except toml.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def _toml() -> Any:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib

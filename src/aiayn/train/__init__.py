@@ -1,0 +1,17 @@
+"""Training: loss, schedules, checkpoints and the loop (never imports decode or cli)."""
+
+from aiayn.train.checkpoint import average_checkpoints, list_checkpoints
+from aiayn.train.loop import Trainer, TrainerState, TrainingError
+from aiayn.train.loss import label_smoothed_nll
+from aiayn.train.schedule import learning_rate, noam_lr
+
+__all__ = [
+    "Trainer",
+    "TrainerState",
+    "TrainingError",
+    "average_checkpoints",
+    "label_smoothed_nll",
+    "learning_rate",
+    "list_checkpoints",
+    "noam_lr",
+]

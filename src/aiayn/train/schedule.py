@@ -1,0 +1,59 @@
+"""Learning-rate schedules as pure functions of the update number (1-based)."""
+
+from __future__ import annotations
+
+import math
+
+from aiayn.config import OptimConfig
+
+
+def noam_lr(step: int, *, d_model: int, warmup_steps: int, scale: float = 1.0) -> float:
+    """§5.3, eq. (3): lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)."""
+    step = max(step, 1)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def inverse_sqrt_lr(step: int, *, peak_lr: float, warmup_steps: int, init_lr: float = 0.0) -> float:
+    """fairseq's inverse_sqrt: linear warm-up from ``init_lr`` to ``peak_lr``, then
+    ``peak_lr · sqrt(warmup_steps / step)``. Same shape as the paper's, with an explicit peak."""
+    if step < warmup_steps:
+        return init_lr + (peak_lr - init_lr) * step / warmup_steps
+    return peak_lr * math.sqrt(warmup_steps / max(step, 1))
+
+
+def cosine_lr(
+    step: int,
+    *,
+    peak_lr: float,
+    warmup_steps: int,
+    decay_steps: int,
+    min_lr: float,
+    init_lr: float = 0.0,
+) -> float:
+    """Linear warm-up, then half a cosine from ``peak_lr`` down to ``min_lr`` at ``decay_steps``."""
+    if step < warmup_steps:
+        return init_lr + (peak_lr - init_lr) * step / warmup_steps
+    if step >= decay_steps:
+        return min_lr
+    progress = (step - warmup_steps) / max(decay_steps - warmup_steps, 1)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (peak_lr - min_lr)
+
+
+def learning_rate(step: int, optim: OptimConfig, *, d_model: int, max_updates: int) -> float:
+    """The learning rate for update ``step`` under ``optim.schedule``."""
+    if optim.schedule == "noam":
+        return noam_lr(step, d_model=d_model, warmup_steps=optim.warmup_steps, scale=optim.lr_scale)
+    if optim.schedule == "inverse_sqrt":
+        return inverse_sqrt_lr(
+            step, peak_lr=optim.lr, warmup_steps=optim.warmup_steps, init_lr=optim.warmup_init_lr
+        )
+    if optim.schedule == "cosine":
+        return cosine_lr(
+            step,
+            peak_lr=optim.lr,
+            warmup_steps=optim.warmup_steps,
+            decay_steps=optim.decay_steps or max_updates,
+            min_lr=optim.min_lr,
+            init_lr=optim.warmup_init_lr,
+        )
+    return optim.lr

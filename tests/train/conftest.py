@@ -1,0 +1,74 @@
+"""A tiny prepared dataset and a tiny training config for the training tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiayn.config import PrepareConfig, train_config_from_dict
+from aiayn.data import prepare
+
+from ..data.corpora import make_corpus
+
+TINY_MODEL = dict(
+    d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("train-data")
+    paths = make_corpus(root / "corpus", train=600)
+    cfg = PrepareConfig(
+        src_lang="src",
+        tgt_lang="tgt",
+        train=paths["train"],
+        valid=paths["valid"],
+        test=(paths["test"],),
+        vocab_size=60,
+    )
+    prepare(cfg, root / "data")
+    return root / "data"
+
+
+def config_dict(dataset: Path, run_dir: Path, **sections) -> dict:
+    values = {
+        "model": dict(TINY_MODEL),
+        "data": {"dir": str(dataset), "max_tokens": 256},
+        "optim": {"schedule": "inverse_sqrt", "lr": 0.003, "warmup_steps": 10},
+        "run": {
+            "dir": str(run_dir),
+            "max_updates": 12,
+            "log_every": 4,
+            "valid_every": 6,
+            "save_every": 6,
+            "threads": 1,
+            "seed": 3,
+        },
+    }
+    for name, fields in sections.items():
+        values[name] = {**values.get(name, {}), **fields}
+    return values
+
+
+def tiny_train_config(dataset: Path, run_dir: Path, **sections):
+    return train_config_from_dict(config_dict(dataset, run_dir, **sections))
+
+
+def write_toml(path: Path, values: dict) -> Path:
+    lines = []
+    for section, fields in values.items():
+        lines.append(f"[{section}]")
+        for key, value in fields.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)

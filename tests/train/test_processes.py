@@ -1,0 +1,108 @@
+"""Real processes: a run killed with SIGKILL and resumed, and torchrun data parallelism."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from aiayn.train import list_checkpoints
+
+from .conftest import config_dict, write_toml
+
+CLI = [sys.executable, "-m", "aiayn"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _weights(run_dir):
+    return load_file(str(list_checkpoints(run_dir)[-1] / "model.safetensors"))
+
+
+def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, tmp_path):
+    run = {
+        "max_updates": 300,
+        "save_every": 10,
+        "keep_last": 2,
+        "valid_every": 1000,
+        "log_every": 50,
+    }
+    straight = write_toml(
+        tmp_path / "a.toml", config_dict(tiny_dataset, tmp_path / "straight", run=run)
+    )
+    killed = write_toml(
+        tmp_path / "b.toml", config_dict(tiny_dataset, tmp_path / "killed", run=run)
+    )
+    subprocess.run([*CLI, "train", str(straight)], check=True, env=ENV, capture_output=True)
+
+    proc = subprocess.Popen(
+        [*CLI, "train", str(killed)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "killed" / "checkpoints" / "step_00000020").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "run ended before the kill"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    last = list_checkpoints(tmp_path / "killed")[-1].name
+    assert last < "step_00000300", f"killed too late: {last}"
+
+    resumed = subprocess.run(
+        [*CLI, "train", str(killed), "--resume"], env=ENV, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resumed from" in resumed.stderr
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "killed")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+def _train_losses(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return [r["loss"] for r in rows if r["kind"] == "train"]
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
+    common = {"max_updates": 8, "log_every": 1, "valid_every": 100, "save_every": 100}
+    model = {"dropout": 0.0}
+    single = write_toml(
+        tmp_path / "one.toml",
+        config_dict(
+            tiny_dataset, tmp_path / "one", run=common, model=model, optim={"update_freq": 2}
+        ),
+    )
+    double = write_toml(
+        tmp_path / "two.toml", config_dict(tiny_dataset, tmp_path / "two", run=common, model=model)
+    )
+    subprocess.run([*CLI, "train", str(single)], check=True, env=ENV, capture_output=True)
+    ddp = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            "-m",
+            "aiayn",
+            "train",
+            str(double),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    assert "2 process(es)" in ddp.stderr
+    one, two = _train_losses(tmp_path / "one"), _train_losses(tmp_path / "two")
+    assert len(one) == len(two) == 8  # rank 0 alone writes the log
+    assert one == pytest.approx(two, rel=1e-5)
+    a, b = _weights(tmp_path / "one"), _weights(tmp_path / "two")
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5)

@@ -1,0 +1,164 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from aiayn.cli import main
+from aiayn.config import ConfigError, train_config_from_dict
+from aiayn.data import Batch
+from aiayn.models import load_model
+from aiayn.train import Trainer, TrainingError, list_checkpoints
+
+from .conftest import config_dict, tiny_train_config, write_toml
+
+
+def test_training_reduces_loss_and_writes_the_run(tiny_dataset, tmp_path):
+    cfg = tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 24})
+    state = Trainer(cfg).train()
+    assert state.update == 24
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    train = [r for r in rows if r["kind"] == "train"]
+    assert train[-1]["loss"] < train[0]["loss"]
+    assert {"loss", "nll", "ppl", "lr", "tokens_per_s"} <= set(train[0])
+    assert [r["update"] for r in rows if r["kind"] == "valid"] == [6, 12, 18, 24]
+    assert [p.name for p in list_checkpoints(tmp_path / "run")][-1] == "step_00000024"
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["run"]["max_updates"] == 24
+    assert any((tmp_path / "run" / "tensorboard").iterdir())
+    model, _ = load_model(tmp_path / "run" / "best")
+    assert (tmp_path / "run" / "best" / "tokenizer.json").is_file()
+    assert model.output.proj.weight.shape[0] == 60
+
+
+def test_keep_last_and_no_leftover_temporary_checkpoints(tiny_dataset, tmp_path):
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "run", run={"max_updates": 12, "save_every": 2, "keep_last": 3}
+    )
+    Trainer(cfg).train()
+    names = [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()]
+    assert sorted(names) == ["step_00000008", "step_00000010", "step_00000012"]
+
+
+def _gradients_of_one_update(trainer: Trainer, batches: list[Batch]) -> dict[str, torch.Tensor]:
+    """The gradients the optimiser receives in one update fed ``batches``."""
+    feed = iter(batches)
+    trainer.task.next_batch = lambda: next(feed)
+    grads = {}
+
+    def capture(optimizer):
+        grads.update({n: p.grad.clone() for n, p in trainer.model.named_parameters()})
+
+    trainer.scaler.step = capture
+    trainer._update()
+    return grads
+
+
+def _merge(a: Batch, b: Batch) -> Batch:
+    def cat(x, y):
+        width = max(x.size(1), y.size(1))
+        pad = lambda t: torch.nn.functional.pad(t, (0, width - t.size(1)))  # noqa: E731
+        return torch.cat([pad(x), pad(y)])
+
+    return Batch(
+        cat(a.src, b.src),
+        cat(a.tgt_in, b.tgt_in),
+        cat(a.tgt_out, b.tgt_out),
+        np.concatenate([a.indices, b.indices]),
+    )
+
+
+def test_accumulating_two_batches_equals_one_batch_twice_as_large(tiny_dataset, tmp_path):
+    model = {"dropout": 0.0}
+    accumulate = Trainer(
+        tiny_train_config(tiny_dataset, tmp_path / "a", model=model, optim={"update_freq": 2})
+    )
+    b1, b2 = accumulate.task.next_batch(), accumulate.task.next_batch()
+    large = Trainer(tiny_train_config(tiny_dataset, tmp_path / "b", model=model))
+    accumulated = _gradients_of_one_update(accumulate, [b1, b2])
+    large_batch = _gradients_of_one_update(large, [_merge(b1, b2)])
+    for name, grad in large_batch.items():
+        torch.testing.assert_close(accumulated[name], grad, rtol=1e-4, atol=1e-7)
+
+
+def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_dataset, tmp_path):
+    trainer = Trainer(
+        tiny_train_config(tiny_dataset, tmp_path / "r", run={"max_nonfinite": 3, "max_updates": 20})
+    )
+    real = trainer.task.logits_and_target
+    poisoned = {2, 5, 6, 7}
+
+    def maybe_nan(model, batch):
+        logits, target = real(model, batch)
+        if trainer.state.update + 1 in poisoned:
+            logits = logits * float("nan")
+        return logits, target
+
+    trainer.task.logits_and_target = maybe_nan
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    trainer._update()
+    trainer._update()  # update 2: NaN, skipped
+    assert trainer.state.nonfinite_total == 1 and trainer.state.update == 2
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    with pytest.raises(TrainingError, match="3 non-finite losses in a row"):
+        trainer.train()
+
+
+def test_bf16_autocast_trains(tiny_dataset, tmp_path):
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "r", run={"precision": "bf16", "max_updates": 6}
+    )
+    state = Trainer(cfg).train()
+    assert state.best_valid is not None and math.isfinite(state.best_valid)
+
+
+def test_existing_run_needs_resume(tiny_dataset, tmp_path):
+    cfg = tiny_train_config(tiny_dataset, tmp_path / "r", run={"max_updates": 6})
+    Trainer(cfg).train()
+    with pytest.raises(TrainingError, match="--resume"):
+        Trainer(cfg)
+
+
+def test_average_of_checkpoints_is_the_mean(tiny_dataset, tmp_path, capsys):
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "r", run={"max_updates": 12, "save_every": 4, "keep_last": 3}
+    )
+    Trainer(cfg).train()
+    ckpts = list_checkpoints(tmp_path / "r")
+    assert (
+        main(["average", str(tmp_path / "r"), "--last", "2", "--out", str(tmp_path / "avg")]) == 0
+    )
+    assert "averaged 2 checkpoints" in capsys.readouterr().out
+    a, b = (load_file(str(p / "model.safetensors")) for p in ckpts[-2:])
+    avg = load_file(str(tmp_path / "avg" / "model.safetensors"))
+    for name in avg:
+        torch.testing.assert_close(avg[name], (a[name].double() + b[name].double()).div(2).float())
+    assert (tmp_path / "avg" / "tokenizer.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("optim.lr=fast", "expected float"),
+        ("optim.learning_rate=0.1", "unknown key"),
+        ('run.precision="fp8"', "not one of"),
+        ('model.preset="huge"', "unknown preset"),
+        ("model.d_model=30", "divisible"),
+    ],
+)
+def test_config_errors_are_clear(tiny_dataset, tmp_path, capsys, override, message):
+    path = write_toml(tmp_path / "c.toml", config_dict(tiny_dataset, tmp_path / "r"))
+    assert main(["train", str(path), "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_toml_presets_and_overrides(tiny_dataset, tmp_path):
+    values = config_dict(tiny_dataset, tmp_path / "r")
+    values["model"] = {"preset": "tiny", "dropout": 0.2}
+    cfg = train_config_from_dict(values)
+    assert (cfg.model.d_model, cfg.model.n_encoder_layers, cfg.model.dropout) == (128, 4, 0.2)
+    with pytest.raises(ConfigError, match="unknown key"):
+        train_config_from_dict({**values, "extra": {}})
