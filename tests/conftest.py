@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn.config import ModelConfig
+from aiayn.config import ModelConfig, PrepareConfig
+from aiayn.data import prepare
 from aiayn.models import build_model
+
+from .data.corpora import make_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,3 +69,19 @@ def random_tokens(
     for row, start in enumerate(pad_from or []):
         ids[row, start:] = 0
     return ids
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("train-data")
+    paths = make_corpus(root / "corpus", train=600)
+    cfg = PrepareConfig(
+        src_lang="src",
+        tgt_lang="tgt",
+        train=paths["train"],
+        valid=paths["valid"],
+        test=(paths["test"],),
+        vocab_size=60,
+    )
+    prepare(cfg, root / "data")
+    return root / "data"

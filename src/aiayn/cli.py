@@ -46,7 +46,56 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_parser(sub)
     _add_prepare_parser(sub)
     _add_train_parsers(sub)
+    _add_translate_parsers(sub)
     return parser
+
+
+def _add_translate_parsers(sub) -> None:
+    t = sub.add_parser("translate", help="translate text with a trained model")
+    t.add_argument("--model", required=True, help="model directory (e.g. RUN/average or RUN/best)")
+    t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
+    t.add_argument("--output", "-o", help="output file (default: stdout)")
+    t.add_argument("--beam", type=int, default=5, help="beam size; 1 is greedy (default 5)")
+    t.add_argument("--alpha", type=float, default=0.6, help="length penalty α (0: none)")
+    t.add_argument(
+        "--nbest",
+        type=int,
+        default=1,
+        help="hypotheses per line; above 1, lines are 'N ||| text ||| score'",
+    )
+    t.add_argument(
+        "--max-len-b",
+        type=int,
+        default=50,
+        help="outputs have at most source length + this many tokens (§6.1)",
+    )
+    t.add_argument("--batch-tokens", type=int, default=4096, help="padded source tokens per batch")
+    t.add_argument(
+        "--max-src-len",
+        type=int,
+        default=1024,
+        help="inputs longer than this many subwords are truncated (or refused)",
+    )
+    t.add_argument("--on-long", choices=["truncate", "error"], default="truncate")
+    t.add_argument("--ref", help="reference file: print BLEU and chrF after translating")
+    t.add_argument(
+        "--tokenized",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="score with tokenize='none' (default: when the model's data was pre-tokenised)",
+    )
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--threads", type=int, default=0)
+    t.set_defaults(handler=cmd_translate)
+    e = sub.add_parser("evaluate", help="score translations with sacreBLEU (BLEU, chrF)")
+    e.add_argument("--hyp", required=True, help="hypotheses, one a line")
+    e.add_argument("--ref", required=True, help="references, one a line")
+    e.add_argument(
+        "--tokenized",
+        action="store_true",
+        help="text is tokenised and lowercased: sacreBLEU tokenize='none'",
+    )
+    e.set_defaults(handler=cmd_evaluate)
 
 
 def _add_train_parsers(sub) -> None:
@@ -266,7 +315,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_train_config(args.config, args.set)
-        trainer = Trainer(cfg, resume=args.resume)
+        validators = [bleu_validator(cfg)] if cfg.run.valid_bleu else []
+        trainer = Trainer(cfg, resume=args.resume, validators=validators)
         trainer.log(f"allocator: {allocator}")
         state = trainer.train()
     except (ConfigError, CorpusError, ModelLoadError, TrainingError) as e:
@@ -297,3 +347,99 @@ def cmd_average(args: argparse.Namespace) -> int:
     write_model_dir(Path(args.out), model, cfg, copy_assets(paths[-1]))
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {args.out}")
     return 0
+
+
+def bleu_validator(cfg):
+    """Greedy or beam BLEU on the validation split, from its ids (wired into training)."""
+    from aiayn.data import load_prepared
+    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.eval import corpus_scores
+
+    data = load_prepared(cfg.data.dir)
+    valid = data.split(cfg.data.valid_split)
+    sources = [valid.src[i].tolist() for i in range(len(valid))]
+    references = [data.tgt_tokenizer.decode(valid.tgt[i].tolist()) for i in range(len(valid))]
+    tokenized = bool(data.manifest["pretokenized"])
+    options = SearchOptions(beam=cfg.run.valid_beam, batch_tokens=cfg.data.valid_max_tokens)
+
+    def validate(model) -> dict[str, float]:
+        translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer)
+        hyps = [t[0].text for t in translator.translate_ids(sources, options)]
+        return {"bleu": corpus_scores(hyps, references, tokenized=tokenized).bleu}
+
+    return validate
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    import time
+
+    import torch
+
+    from aiayn.data import CorpusError, TokenizerError, read_lines
+    from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+    from aiayn.models import ModelLoadError
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    if args.nbest > args.beam:
+        raise UserError(f"--nbest {args.nbest} is larger than --beam {args.beam}")
+    options = SearchOptions(
+        beam=args.beam,
+        alpha=args.alpha or None,
+        nbest=args.nbest,
+        max_len_b=args.max_len_b,
+        batch_tokens=args.batch_tokens,
+        max_src_len=args.max_src_len,
+        on_long=args.on_long,
+    )
+    try:
+        translator = Translator.from_dir(args.model, device=args.device)
+        lines = list(read_lines(args.input)) if args.input else [line.strip() for line in sys.stdin]
+        start = time.perf_counter()
+        results = translator.translate(lines, options, warn=_log)
+        seconds = time.perf_counter() - start
+    except (ModelLoadError, TokenizerError, CorpusError, TranslationError) as e:
+        raise UserError(str(e)) from None
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    try:
+        for i, hyps in enumerate(results):
+            if args.nbest == 1:
+                print(hyps[0].text, file=out)
+            else:
+                for h in hyps:
+                    print(f"{i} ||| {h.text} ||| {h.score:.4f}", file=out)
+    finally:
+        if args.output:
+            out.close()
+    _log(
+        f"translated {len(lines)} lines in {seconds:.1f}s ({len(lines) / max(seconds, 1e-9):.1f} "
+        "sentences/s)"
+    )
+    if args.ref:
+        tokenized = translator.pretokenized if args.tokenized is None else args.tokenized
+        _print_scores([h[0].text for h in results], args.ref, tokenized, file=sys.stderr)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from aiayn.data import CorpusError, read_lines
+
+    try:
+        hyps = list(read_lines(args.hyp))
+    except CorpusError as e:
+        raise UserError(str(e)) from None
+    _print_scores(hyps, args.ref, args.tokenized, file=sys.stdout)
+    return 0
+
+
+def _print_scores(hyps: list[str], ref_file: str, tokenized: bool, *, file) -> None:
+    from aiayn.data import CorpusError, read_lines
+    from aiayn.eval import corpus_scores
+
+    try:
+        refs = list(read_lines(ref_file))
+    except CorpusError as e:
+        raise UserError(str(e)) from None
+    if len(refs) != len(hyps):
+        raise UserError(f"{ref_file} has {len(refs)} lines but there are {len(hyps)} hypotheses")
+    print(corpus_scores(hyps, refs, tokenized=tokenized), file=file)

@@ -4,32 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from aiayn.config import PrepareConfig, train_config_from_dict
-from aiayn.data import prepare
-
-from ..data.corpora import make_corpus
+from aiayn.config import train_config_from_dict
 
 TINY_MODEL = dict(
     d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1
 )
-
-
-@pytest.fixture(scope="session")
-def tiny_dataset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("train-data")
-    paths = make_corpus(root / "corpus", train=600)
-    cfg = PrepareConfig(
-        src_lang="src",
-        tgt_lang="tgt",
-        train=paths["train"],
-        valid=paths["valid"],
-        test=(paths["test"],),
-        vocab_size=60,
-    )
-    prepare(cfg, root / "data")
-    return root / "data"
 
 
 def config_dict(dataset: Path, run_dir: Path, **sections) -> dict:

@@ -1,5 +1,18 @@
-"""Decoding: greedy search, batched beam search, and sampling."""
+"""Decoding: greedy search, batched beam search, and sampling (never imports train)."""
 
-from aiayn.decode.greedy import greedy_decode
+from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
+from aiayn.decode.greedy import greedy_decode, greedy_search
+from aiayn.decode.sampling import filter_logits, sample_next
+from aiayn.decode.stepper import StepDecoder, TransformerStepper
 
-__all__ = ["greedy_decode"]
+__all__ = [
+    "Hypothesis",
+    "StepDecoder",
+    "TransformerStepper",
+    "beam_search",
+    "filter_logits",
+    "greedy_decode",
+    "greedy_search",
+    "length_penalty",
+    "sample_next",
+]

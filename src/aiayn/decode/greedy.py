@@ -1,6 +1,6 @@
-"""Greedy decoding with the KV cache: each step feeds only the newest token.
+"""Greedy decoding: the most probable token at every step, one position at a time.
 
-Shapes: B batch, S source length, T output length.
+Shapes: B sentences, S source length, T output length.
 """
 
 from __future__ import annotations
@@ -9,38 +9,51 @@ import torch
 from torch import Tensor
 
 from aiayn.config import BOS_ID, EOS_ID, PAD_ID
+from aiayn.decode.stepper import StepDecoder, TransformerStepper
 from aiayn.models.transformer import Transformer
 
 
 @torch.inference_mode()
-def greedy_decode(
-    model: Transformer, src: Tensor, *, max_len: int | None = None, max_len_b: int = 50
+def greedy_search(
+    decoder: StepDecoder, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
 ) -> Tensor:
-    """Pick the most probable token at every step until each sentence has emitted EOS.
+    """Decode each sentence until it emits EOS or reaches its maximum length.
 
     Args:
-        model: an encoder–decoder Transformer in eval mode.
+        decoder: the model, seen one step at a time.
         src: (B, S) source ids, right-padded with PAD.
-        max_len: at most this many output tokens; default source length + ``max_len_b`` (§6.1).
-        max_len_b: the additive length allowance when ``max_len`` is None.
+        max_len_b: outputs are at most (source length + ``max_len_b``) tokens, EOS included.
+        max_len: a fixed maximum instead, for every sentence.
 
     Returns:
-        (B, T) output ids without BOS, each row ending with EOS (if reached) then PAD.
+        (B, T) output ids without BOS; each row ends with EOS, then PAD.
     """
-    src_mask = model.source_mask(src)
-    memory = model.encode(src, src_mask)
-    cache = model.start_cache(memory)
     b = src.size(0)
-    limit = max_len if max_len is not None else src.size(1) + max_len_b
+    limit = (
+        (src != PAD_ID).sum(dim=1) + max_len_b
+        if max_len is None
+        else torch.full((b,), max_len, device=src.device)
+    )  # (B,)
+    state = decoder.start(src, 1)
     token = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []
-    for _ in range(limit):
-        logits, cache = model.decode(token, memory, src_mask, cache=cache)  # (B, 1, V)
-        token = logits[:, -1].argmax(dim=-1, keepdim=True)  # (B, 1)
+    for step in range(int(limit.max())):
+        log_probs, state = decoder.step(token, state)  # (B, V)
+        log_probs[:, PAD_ID] = float("-inf")
+        log_probs[:, BOS_ID] = float("-inf")
+        token = log_probs.argmax(dim=-1, keepdim=True)  # (B, 1)
+        token = token.masked_fill((step + 1 >= limit)[:, None], EOS_ID)
         token = token.masked_fill(finished[:, None], PAD_ID)
         out.append(token)
         finished |= token.squeeze(1) == EOS_ID
         if finished.all():
             break
     return torch.cat(out, dim=1)  # (B, T)
+
+
+def greedy_decode(
+    model: Transformer, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
+) -> Tensor:
+    """``greedy_search`` through a Transformer's KV cache."""
+    return greedy_search(TransformerStepper(model), src, max_len_b=max_len_b, max_len=max_len)

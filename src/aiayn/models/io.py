@@ -16,6 +16,7 @@ from aiayn.config import ConfigError, ModelConfig, config_from_dict, config_to_d
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"  # which tokenizer files a model directory uses
 FORMAT = "aiayn-model"
 FORMAT_VERSION = 1
 

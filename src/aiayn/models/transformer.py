@@ -145,7 +145,7 @@ class Transformer(nn.Module):
     def decode(
         self,
         tgt: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         src_mask: Tensor | None,
         *,
         cache: KVCache | None = None,
@@ -155,7 +155,8 @@ class Transformer(nn.Module):
 
         Args:
             tgt: (B, T) target ids at positions L .. L+T-1.
-            memory: (B, S, D) encoder output (only read when ``cache`` is None).
+            memory: (B, S, D) encoder output; only read when ``cache`` is None (a cache
+                already holds the encoder–decoder keys/values).
             src_mask: (B, 1, 1, S) source padding mask.
             cache: keys/values of earlier positions, or None to start afresh.
             tgt_mask: self-attention mask broadcastable to (B, H, T, L+T); default causal.
@@ -193,7 +194,7 @@ class Transformer(nn.Module):
     def _decode(
         self,
         tgt: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         src_mask: Tensor | None,
         *,
         cache: KVCache | None = None,
@@ -201,6 +202,8 @@ class Transformer(nn.Module):
         need_weights: bool = False,
     ) -> tuple[DecoderOutput, KVCache]:
         if cache is None:
+            if memory is None:
+                raise ValueError("decode needs the encoder output or a cache started from it")
             cache = self.start_cache(memory)
         steps = tgt.size(1)
         if tgt_mask is None and steps > 1:

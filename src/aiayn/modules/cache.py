@@ -37,8 +37,12 @@ class KVCache:
         """The cache after ``steps`` more positions, with the layers' extended keys/values."""
         return KVCache(self_attn=self_attn, cross_attn=self.cross_attn, length=self.length + steps)
 
-    def reorder(self, index: Tensor) -> KVCache:
-        """Select batch rows, e.g. the surviving beams: row i of the result is row index[i]."""
+    def reorder(self, index: Tensor, *, cross_attention: bool = True) -> KVCache:
+        """Select batch rows, e.g. the surviving beams: row i of the result is row index[i].
+
+        Beam search moves beams only within their own sentence, whose beams share one
+        encoder output; it passes ``cross_attention=False`` to leave those keys/values alone.
+        """
 
         def pick(kv: KeyValue | None) -> KeyValue | None:
             if kv is None:
@@ -47,6 +51,10 @@ class KVCache:
 
         return KVCache(
             self_attn=tuple(pick(kv) for kv in self.self_attn),
-            cross_attn=tuple(pick(kv) for kv in self.cross_attn),  # type: ignore[misc]
+            cross_attn=(
+                tuple(pick(kv) for kv in self.cross_attn)  # type: ignore[misc]
+                if cross_attention
+                else self.cross_attn
+            ),
             length=self.length,
         )

@@ -8,7 +8,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,9 @@ from aiayn.train.loss import label_smoothed_nll
 from aiayn.train.metrics import MetricsLog
 from aiayn.train.schedule import learning_rate
 from aiayn.train.tasks import make_task
+
+Validator = Callable[[nn.Module], dict[str, float]]
+"""Extra validation metrics from the model in eval mode, e.g. BLEU (wired in by the CLI)."""
 
 
 class TrainingError(RuntimeError):
@@ -63,9 +66,15 @@ class Trainer:
     """Trains ``cfg`` into ``cfg.run.dir``. Use ``Trainer(cfg).train()``."""
 
     def __init__(
-        self, cfg: TrainConfig, *, resume: bool = False, log: Callable[[str], None] | None = None
+        self,
+        cfg: TrainConfig,
+        *,
+        resume: bool = False,
+        log: Callable[[str], None] | None = None,
+        validators: Sequence[Validator] = (),
     ):
         self.cfg = cfg
+        self.validators = list(validators)
         self.run_dir = Path(cfg.run.dir)
         if cfg.run.threads > 0:
             torch.set_num_threads(cfg.run.threads)
@@ -244,26 +253,33 @@ class Trainer:
             loss_sum += float(loss)
             nll_sum += float(nll)
             tokens += int((target != PAD_ID).sum())
-        self.model.train()
         nll = nll_sum / max(tokens, 1)
-        return {"loss": loss_sum / max(tokens, 1), "nll": nll, "ppl": math.exp(min(nll, 50.0))}
+        row = {"loss": loss_sum / max(tokens, 1), "nll": nll, "ppl": math.exp(min(nll, 50.0))}
+        for validator in self.validators:
+            row |= validator(self.model)
+        self.model.train()
+        return row
 
     def _validate(self) -> bool:
         """Validate, keep the best model; True when early stopping says stop."""
         row = self.validate()
         self.metrics.write("valid", self.state.update, row)
-        better = self.state.best_valid is None or row["nll"] < self.state.best_valid
+        criterion = _criterion(row)
+        better = self.state.best_valid is None or criterion < self.state.best_valid
         if better:
-            self.state.best_valid = row["nll"]
+            self.state.best_valid = criterion
             self.state.stale_validations = 0
             if self.dist.is_main:
                 best = self.run_dir / "best"
                 write_model_dir(best, self.model, self.model_cfg, self.task.assets())
         else:
             self.state.stale_validations += 1
+        extra = "".join(
+            f" | {k} {v:.2f}" for k, v in row.items() if k not in ("loss", "nll", "ppl")
+        )
         self.metrics.line(
             f"valid  {self.state.update:>6} | loss {row['loss']:.3f} | nll {row['nll']:.3f} | "
-            f"ppl {row['ppl']:.2f}" + (" | best" if better else "")
+            f"ppl {row['ppl']:.2f}{extra}" + (" | best" if better else "")
         )
         patience = self.cfg.run.patience
         if patience and self.state.stale_validations >= patience:
@@ -335,6 +351,11 @@ class _Window:
             "ppl": math.exp(min(nll, 50.0)),
             "tokens_per_s": self.tokens / max(self.seconds, 1e-9),
         }
+
+
+def _criterion(row: dict[str, float]) -> float:
+    """Lower is better: minus BLEU when validation decodes, else the NLL per token."""
+    return -row["bleu"] if "bleu" in row else row["nll"]
 
 
 def _update_seed(seed: int, rank: int, update: int) -> int:

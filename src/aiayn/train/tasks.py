@@ -12,9 +12,8 @@ from torch import Tensor, nn
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, TokenBatchSampler, collate, load_prepared
+from aiayn.models.io import TOKENIZER_FILE
 from aiayn.runtime import Distributed
-
-TOKENIZER_FILE = "tokenizer.json"
 
 
 class Task(Protocol):

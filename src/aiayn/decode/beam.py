@@ -1,0 +1,166 @@
+"""Batched beam search (§6.1: beam 4–5, length penalty α = 0.6, max length input + 50).
+
+Every step is a handful of tensor operations over all sentences and beams at once: no loop
+over hypotheses. Finished hypotheses are kept aside in a per-sentence pool while the other
+beams continue; a sentence stops when no live beam can still beat its n-th best finished one.
+
+Shapes: B sentences, K beam size, N = B·K rows, V vocabulary, L longest output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from aiayn.config import BOS_ID, EOS_ID, PAD_ID
+from aiayn.decode.stepper import StepDecoder
+
+NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    tokens: list[int]  # output ids, without BOS and EOS
+    score: float  # log_prob / length_penalty(len(tokens) + 1)
+    log_prob: float  # sum of token log-probabilities, EOS included
+
+
+def length_penalty(length: Tensor | int, alpha: float | None) -> Tensor:
+    """GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016); 1 when α is None or 0."""
+    length = torch.as_tensor(length, dtype=torch.float32)
+    if not alpha:
+        return torch.ones_like(length)
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.inference_mode()
+def beam_search(
+    decoder: StepDecoder,
+    src: Tensor,
+    *,
+    beam: int = 5,
+    alpha: float | None = 0.6,
+    max_len_b: int = 50,
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """The ``nbest`` highest-scoring translations of each source sentence.
+
+    Args:
+        decoder: the model, seen one step at a time.
+        src: (B, S) source ids, right-padded with PAD.
+        beam: K, hypotheses kept alive per sentence.
+        alpha: length-penalty exponent; None or 0 ranks by raw log-probability.
+        max_len_b: outputs are at most (source length + ``max_len_b``) tokens, EOS included.
+        nbest: how many finished hypotheses to return per sentence (at most ``beam``).
+
+    Returns:
+        For each sentence, ``nbest`` hypotheses, best first.
+    """
+    if not 1 <= nbest <= beam:
+        raise ValueError(f"nbest must be between 1 and beam={beam}, got {nbest}")
+    if alpha is not None and alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    device = src.device
+    b, k = src.size(0), beam
+    max_len = (src != PAD_ID).sum(dim=1) + max_len_b  # (B,)
+    longest = int(max_len.max())
+    state = decoder.start(src, k)
+    tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=device)  # (N, 1)
+    alive = torch.full((b, k), NEG_INF, device=device)
+    alive[:, 0] = 0.0  # one live beam at the start: the others would duplicate it
+    pool = _Pool(b, k, longest + 2, device)
+    best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
+    row_base = (torch.arange(b, device=device) * k)[:, None]  # (B, 1)
+    for step in range(longest):
+        log_probs, state = decoder.step(tokens[:, -1:], state)  # (N, V)
+        v = log_probs.size(-1)
+        _restrict(log_probs, at_max=(step + 1 >= max_len).repeat_interleave(k))
+        candidates = (alive.view(-1, 1) + log_probs).view(b, k * v)  # (B, K·V)
+        top_logp, top_index = candidates.topk(2 * k, dim=1)  # (B, 2K)
+        top_beam, top_token = top_index // v, top_index % v  # (B, 2K) each
+        is_eos = top_token == EOS_ID
+        finished = is_eos & ~pool.done[:, None] & torch.isfinite(top_logp)
+        if finished.any():
+            prefixes = tokens.view(b, k, -1).gather(
+                1, top_beam[:, :, None].expand(-1, -1, tokens.size(1))
+            )  # (B, 2K, t+1)
+            pool.add(prefixes, top_logp, finished, length=step + 1, alpha=alpha)
+        alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (B, K) each
+        rows = (row_base + top_beam.gather(1, pick)).view(-1)  # (N,)
+        new_tokens = top_token.gather(1, pick).view(-1, 1)  # (N, 1)
+        tokens = torch.cat([tokens.index_select(0, rows), new_tokens], dim=1)  # (N, t+2)
+        state = decoder.reorder(state, rows)
+        bound = alive.max(dim=1).values / best_possible_lp  # (B,) best score still reachable
+        pool.done |= ~torch.isfinite(bound) | (pool.scores[:, nbest - 1] >= bound)
+        if pool.done.all():
+            break
+    return pool.results(nbest)
+
+
+def _restrict(log_probs: Tensor, *, at_max: Tensor) -> None:
+    """Never emit PAD or BOS; rows that reached their maximum length may only emit EOS."""
+    log_probs[:, PAD_ID] = NEG_INF
+    log_probs[:, BOS_ID] = NEG_INF
+    if at_max.any():
+        eos = log_probs[at_max, EOS_ID].clone()
+        log_probs[at_max] = NEG_INF
+        log_probs[at_max, EOS_ID] = eos
+
+
+class _Pool:
+    """The K best finished hypotheses of each sentence, as tensors."""
+
+    def __init__(self, b: int, k: int, width: int, device: torch.device):
+        self.scores = torch.full((b, k), NEG_INF, device=device)  # (B, K), sorted descending
+        self.log_probs = torch.full((b, k), NEG_INF, device=device)  # (B, K)
+        self.tokens = torch.full((b, k, width), PAD_ID, dtype=torch.long, device=device)
+        self.lengths = torch.zeros((b, k), dtype=torch.long, device=device)  # with EOS
+        self.done = torch.zeros(b, dtype=torch.bool, device=device)  # (B,)
+
+    def add(
+        self,
+        prefixes: Tensor,
+        log_probs: Tensor,
+        finished: Tensor,
+        *,
+        length: int,
+        alpha: float | None,
+    ) -> None:
+        """Merge the candidates that end in EOS now into the pool, keeping the K best.
+
+        Args:
+            prefixes: (B, 2K, length) BOS + tokens before EOS of each candidate.
+            log_probs: (B, 2K) candidate log-probabilities, EOS included.
+            finished: (B, 2K) which candidates are finished hypotheses.
+            length: |Y| of these candidates (EOS included).
+        """
+        b, c, _ = prefixes.shape
+        scores = (log_probs / length_penalty(length, alpha)).masked_fill(~finished, NEG_INF)
+        tokens = torch.full(
+            (b, c, self.tokens.size(2)), PAD_ID, dtype=torch.long, device=prefixes.device
+        )  # (B, 2K, width)
+        tokens[:, :, :length] = prefixes
+        tokens[:, :, length] = EOS_ID
+        all_scores = torch.cat([self.scores, scores], dim=1)  # (B, 3K)
+        self.scores, keep = all_scores.topk(self.scores.size(1), dim=1)  # (B, K)
+        self.log_probs = torch.cat([self.log_probs, log_probs], dim=1).gather(1, keep)
+        lengths = torch.cat([self.lengths, self.lengths.new_full((b, c), length)], dim=1)
+        self.lengths = lengths.gather(1, keep)
+        all_tokens = torch.cat([self.tokens, tokens], dim=1)  # (B, 3K, width)
+        self.tokens = all_tokens.gather(1, keep[:, :, None].expand(-1, -1, all_tokens.size(2)))
+
+    def results(self, nbest: int) -> list[list[Hypothesis]]:
+        scores, log_probs = self.scores.tolist(), self.log_probs.tolist()
+        lengths, tokens = self.lengths.tolist(), self.tokens.tolist()
+        out = []
+        for i in range(len(scores)):
+            out.append(
+                [
+                    Hypothesis(tokens[i][j][1 : lengths[i][j]], scores[i][j], log_probs[i][j])
+                    for j in range(nbest)
+                    if scores[i][j] != NEG_INF
+                ]
+            )
+        return out

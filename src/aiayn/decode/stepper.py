@@ -1,0 +1,88 @@
+"""The interface search algorithms decode through, and its Transformer implementation.
+
+Search code sees only ``start``, ``step`` and ``reorder``, so tests can replace the model by
+a scripted decoder with hand-set probabilities (fairseq's approach).
+
+Shapes: B sentences, K beams, N = B·K rows, S source length, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor
+
+from aiayn.models.transformer import Transformer
+from aiayn.modules import KVCache
+
+
+class StepDecoder(Protocol):
+    """One decoding step at a time, for N rows (sentences × beams)."""
+
+    def start(self, src: Tensor, beam: int) -> Any:
+        """Encode (B, S) sources; return a state for B·K rows (row b·K + k is beam k of b)."""
+        ...
+
+    def step(self, tokens: Tensor, state: Any) -> tuple[Tensor, Any]:
+        """Feed each row's newest token (N, 1); return (N, V) log-probabilities and the state."""
+        ...
+
+    def reorder(self, state: Any, index: Tensor) -> Any:
+        """Keep rows ``index`` (N,), each taken from a beam of the same sentence."""
+        ...
+
+
+@dataclass(frozen=True)
+class TransformerState:
+    src_mask: Tensor  # (N, 1, 1, S)
+    cache: KVCache
+
+
+class TransformerStepper:
+    """A ``StepDecoder`` over a Transformer with its KV cache: each step feeds one token,
+    self-attention keys/values grow by one, encoder–decoder keys/values are computed once."""
+
+    def __init__(self, model: Transformer):
+        self.model = model
+
+    def start(self, src: Tensor, beam: int) -> TransformerState:
+        src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
+        memory = self.model.encode(src, src_mask)  # (B, S, D)
+        cache = self.model.start_cache(memory)
+        if beam > 1:
+            rows = torch.arange(src.size(0), device=src.device).repeat_interleave(beam)  # (N,)
+            cache = cache.reorder(rows)
+            src_mask = src_mask.index_select(0, rows)  # (N, 1, 1, S)
+        return TransformerState(src_mask, cache)
+
+    def step(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
+        logits, cache = self.model.decode(tokens, None, state.src_mask, cache=state.cache)
+        log_probs = logits[:, -1].float().log_softmax(dim=-1)  # (N, V)
+        return log_probs, TransformerState(state.src_mask, cache)
+
+    def reorder(self, state: TransformerState, index: Tensor) -> TransformerState:
+        return TransformerState(state.src_mask, state.cache.reorder(index, cross_attention=False))
+
+
+class UncachedTransformerStepper(TransformerStepper):
+    """Re-decodes the whole prefix at every step, without a cache: the reference that cached
+    decoding must equal, and the floor in ``bench/decode.py``."""
+
+    def start(self, src: Tensor, beam: int) -> tuple[Tensor, Tensor, Tensor]:
+        src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
+        memory = self.model.encode(src, src_mask)  # (B, S, D)
+        rows = torch.arange(src.size(0), device=src.device).repeat_interleave(beam)  # (N,)
+        prefix = torch.zeros(len(rows), 0, dtype=torch.long, device=src.device)  # (N, 0)
+        return memory.index_select(0, rows), src_mask.index_select(0, rows), prefix
+
+    def step(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
+        memory, src_mask, prefix = state
+        prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
+        logits, _ = self.model.decode(prefix, memory, src_mask)  # (N, t+1, V)
+        return logits[:, -1].float().log_softmax(dim=-1), (memory, src_mask, prefix)
+
+    def reorder(self, state: tuple[Tensor, Tensor, Tensor], index: Tensor) -> Any:
+        memory, src_mask, prefix = state
+        return memory, src_mask, prefix.index_select(0, index)

@@ -1,0 +1,158 @@
+"""Text in, text out: tokenise, batch by length, search, detokenise, restore input order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from aiayn.config import EOS_ID, PAD_ID
+from aiayn.data.tokenizer import Tokenizer, load_tokenizer
+from aiayn.decode.beam import beam_search
+from aiayn.decode.greedy import greedy_search
+from aiayn.decode.stepper import TransformerStepper
+from aiayn.models import load_model
+from aiayn.models.io import TOKENIZER_FILE
+from aiayn.models.transformer import Transformer
+
+
+class TranslationError(ValueError):
+    """Input that cannot be translated under the chosen options (e.g. an over-long line)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchOptions:
+    beam: int = 5  # 1: greedy
+    alpha: float | None = 0.6  # length penalty (§6.1)
+    nbest: int = 1
+    max_len_b: int = 50  # output length <= source length + max_len_b (§6.1)
+    batch_tokens: int = 4096  # source tokens per batch (padded)
+    max_src_len: int = 1024  # longer inputs are truncated (or refused)
+    on_long: Literal["truncate", "error"] = "truncate"
+
+
+@dataclass(frozen=True)
+class Translation:
+    text: str
+    score: float  # length-normalised log-probability (0.0 for greedy and empty input)
+    tokens: list[int]
+
+
+class Translator:
+    """A model with its source and target tokenizers."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        *,
+        pretokenized: bool = False,
+    ):
+        self.model = model.eval()
+        self.src_tokenizer = src_tokenizer
+        self.tgt_tokenizer = tgt_tokenizer
+        self.pretokenized = pretokenized
+
+    @classmethod
+    def from_dir(cls, directory: str | Path, *, device: str = "cpu") -> Translator:
+        """Load a model directory written by training or ``aiayn average``."""
+        directory = Path(directory)
+        model, _ = load_model(directory, device=device)
+        info_path = directory / TOKENIZER_FILE
+        if not info_path.is_file():
+            raise TranslationError(f"{info_path}: missing (the model has no tokenizer)")
+        info = json.loads(info_path.read_text())
+        src = load_tokenizer(directory / info["src"])
+        tgt = src if info["tgt"] == info["src"] else load_tokenizer(directory / info["tgt"])
+        return cls(model, src, tgt, pretokenized=bool(info.get("pretokenized")))
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        options: SearchOptions = SearchOptions(),
+        *,
+        warn: Callable[[str], None] = lambda _: None,
+    ) -> list[list[Translation]]:
+        """The ``options.nbest`` translations of every line, in input order.
+
+        Empty lines give one empty translation. Lines longer than ``max_src_len`` subwords
+        are truncated with a warning, or refused, by ``options.on_long``.
+        """
+        texts = [line.strip() for line in lines]
+        ids = self.src_tokenizer.encode(texts)
+        ids = [self._fit(i, row, options, warn) for i, row in enumerate(ids)]
+        return self.translate_ids(ids, options)
+
+    def translate_ids(
+        self,
+        sources: Sequence[Sequence[int]],
+        options: SearchOptions = SearchOptions(),
+    ) -> list[list[Translation]]:
+        """Translate subword ids (without EOS); an empty source gives an empty translation."""
+        results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
+        todo = [i for i, row in enumerate(sources) if len(row)]
+        lengths = [len(row) + 1 for row in sources]
+        for batch in _length_batches(todo, lengths, options.batch_tokens):
+            src = _pad([[*sources[i], EOS_ID] for i in batch]).to(self.device)
+            for i, hyps in zip(batch, self._search(src, options), strict=True):
+                results[i] = hyps
+        return results
+
+    def _fit(self, index: int, row: list[int], options: SearchOptions, warn) -> list[int]:
+        if len(row) < options.max_src_len:
+            return row
+        message = f"line {index + 1}: {len(row)} subwords, more than --max-src-len"
+        if options.on_long == "error":
+            raise TranslationError(message)
+        warn(f"{message}; truncated to {options.max_src_len - 1}")
+        return row[: options.max_src_len - 1]
+
+    def _search(self, src: torch.Tensor, options: SearchOptions) -> list[list[Translation]]:
+        stepper = TransformerStepper(self.model)
+        if options.beam == 1:
+            out = greedy_search(stepper, src, max_len_b=options.max_len_b).tolist()
+            return [[self._translation(_until_eos(row), 0.0)] for row in out]
+        found = beam_search(
+            stepper,
+            src,
+            beam=options.beam,
+            alpha=options.alpha,
+            max_len_b=options.max_len_b,
+            nbest=options.nbest,
+        )
+        return [[self._translation(h.tokens, h.score) for h in hyps] for hyps in found]
+
+    def _translation(self, tokens: list[int], score: float) -> Translation:
+        return Translation(self.tgt_tokenizer.decode(tokens), score, tokens)
+
+
+def _until_eos(row: list[int]) -> list[int]:
+    return row[: row.index(EOS_ID)] if EOS_ID in row else row
+
+
+def _length_batches(indices: list[int], lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """Group ``indices`` by length so each batch's padded size stays under ``batch_tokens``."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(indices, key=lambda i: lengths[i]):
+        if current and (len(current) + 1) * lengths[i] > batch_tokens:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _pad(rows: list[list[int]]) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([[*r] + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)

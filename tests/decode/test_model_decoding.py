@@ -1,0 +1,92 @@
+"""Decoding a trained tiny model: cache parity, batch independence, sampling."""
+
+import importlib.util
+
+import pytest
+import torch
+
+from aiayn.config import EOS_ID, PAD_ID
+from aiayn.decode import (
+    TransformerStepper,
+    beam_search,
+    greedy_search,
+    sample_next,
+)
+from aiayn.decode.stepper import UncachedTransformerStepper
+
+from ..conftest import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def copy_model():
+    spec = importlib.util.spec_from_file_location(
+        "copy_task", REPO_ROOT / "examples" / "copy_task.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.train(log_every=0)
+
+
+def _mixed_lengths(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 14, (6, 9), generator=g)
+    for row, length in enumerate([9, 3, 7, 5, 9, 1]):
+        src[row, length - 1] = EOS_ID
+        src[row, length:] = PAD_ID
+    return src
+
+
+def test_cached_decoding_equals_uncached_token_for_token(copy_model):
+    src = _mixed_lengths()
+    cached = greedy_search(TransformerStepper(copy_model), src)
+    uncached = greedy_search(UncachedTransformerStepper(copy_model), src)
+    assert torch.equal(cached, uncached)
+    beam_cached = beam_search(TransformerStepper(copy_model), src, beam=4, nbest=4)
+    beam_uncached = beam_search(UncachedTransformerStepper(copy_model), src, beam=4, nbest=4)
+    for a, b in zip(beam_cached, beam_uncached, strict=True):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+
+
+def test_translation_does_not_depend_on_the_rest_of_the_batch(copy_model):
+    src = _mixed_lengths(seed=1)
+    batched_greedy = greedy_search(TransformerStepper(copy_model), src)
+    batched_beam = beam_search(TransformerStepper(copy_model), src, beam=5)
+    for row in range(src.size(0)):
+        alone = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
+        greedy = greedy_search(TransformerStepper(copy_model), alone)[0]
+        width = greedy.size(0)
+        assert torch.equal(batched_greedy[row, :width], greedy)
+        [[best]] = beam_search(TransformerStepper(copy_model), alone, beam=5)
+        assert best.tokens == batched_beam[row][0].tokens
+
+
+def test_the_copy_model_copies_under_beam_search(copy_model):
+    src = torch.randint(4, 14, (4, 8), generator=torch.Generator().manual_seed(5))
+    results = beam_search(TransformerStepper(copy_model), src, beam=4)
+    assert [r[0].tokens for r in results] == src.tolist()
+
+
+def test_top_k_one_and_temperature_zero_are_greedy():
+    logits = torch.randn(50, 30, generator=torch.Generator().manual_seed(0))
+    greedy = logits.argmax(dim=-1)
+    assert torch.equal(sample_next(logits, top_k=1, generator=torch.Generator()), greedy)
+    assert torch.equal(sample_next(logits, temperature=0.0), greedy)
+    assert torch.equal(sample_next(logits, top_p=1e-6, generator=torch.Generator()), greedy)
+
+
+def test_top_k_and_top_p_restrict_the_support():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])).repeat(2000, 1)
+    g = torch.Generator().manual_seed(0)
+    assert set(sample_next(logits, top_k=2, generator=g).tolist()) == {0, 1}
+    assert set(sample_next(logits, top_p=0.7, generator=g).tolist()) == {0, 1}
+    assert set(sample_next(logits, top_p=0.85, generator=g).tolist()) == {0, 1, 2}
+    draws = sample_next(logits, generator=g)
+    assert (draws == 0).float().mean().item() == pytest.approx(0.5, abs=0.05)
+
+
+def test_sampling_is_reproducible_with_a_seed():
+    logits = torch.randn(10, 30)
+    a = sample_next(logits, temperature=0.8, generator=torch.Generator().manual_seed(3))
+    b = sample_next(logits, temperature=0.8, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)

@@ -1,0 +1,169 @@
+"""``aiayn translate`` and ``aiayn evaluate`` on a model trained in the test."""
+
+import json
+
+import pytest
+
+from aiayn.cli import main
+from aiayn.data import load_prepared
+from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+from aiayn.train import Trainer
+
+from ..train.conftest import tiny_train_config
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_dataset, tmp_path_factory):
+    run = tmp_path_factory.mktemp("translate") / "run"
+    cfg = tiny_train_config(
+        tiny_dataset, run, run={"max_updates": 400, "valid_every": 200, "save_every": 200}, model={"dropout": 0.0}
+    )
+    Trainer(cfg).train()
+    return run / "best"
+
+
+def _lines(path):
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def test_translate_keeps_order_and_handles_empty_and_unknown(model_dir, tmp_path, capsys):
+    inputs = ["the dog runs", "", "a big red ball near the tree", "🐕 dog ☃", "cat", ""]
+    (tmp_path / "in.txt").write_text("\n".join(inputs) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(model_dir),
+                "-i",
+                str(tmp_path / "in.txt"),
+                "-o",
+                str(out),
+                "--beam",
+                "3",
+                "--batch-tokens",
+                "16",
+            ]
+        )
+        == 0
+    )
+    lines = _lines(out)
+    assert len(lines) == len(inputs)
+    assert lines[1] == "" and lines[5] == ""
+    assert all(lines[i] for i in (0, 2, 3, 4))
+    translator = Translator.from_dir(model_dir)
+    for i in (0, 2, 4):  # each line alone gives the same as inside the batches
+        alone = translator.translate([inputs[i]], SearchOptions(beam=3))[0][0].text
+        assert alone == lines[i]
+
+
+def test_over_long_lines_are_truncated_with_a_warning_or_refused(model_dir, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("the dog runs on the big red house\n")
+    args = [
+        "translate",
+        "--model",
+        str(model_dir),
+        "-i",
+        str(tmp_path / "in.txt"),
+        "--max-src-len",
+        "4",
+    ]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "line 1:" in captured.err and "truncated to 3" in captured.err
+    assert main([*args, "--on-long", "error"]) == 2
+    assert "aiayn translate: error: line 1" in capsys.readouterr().err
+
+
+def test_nbest_lines_have_scores_best_first(model_dir, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("the dog\nthe cat sleeps\n")
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(model_dir),
+                "-i",
+                str(tmp_path / "in.txt"),
+                "--beam",
+                "4",
+                "--nbest",
+                "3",
+            ]
+        )
+        == 0
+    )
+    rows = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in rows] == ["0", "0", "0", "1", "1", "1"]
+    scores = [float(r[2]) for r in rows[:3]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_translate_with_reference_prints_bleu_and_chrf(model_dir, tiny_dataset, tmp_path, capsys):
+    data = load_prepared(tiny_dataset)
+    test = data.split("test")
+    src = [data.src_tokenizer.decode(test.src[i].tolist()) for i in range(len(test))]
+    ref = [data.tgt_tokenizer.decode(test.tgt[i].tolist()) for i in range(len(test))]
+    (tmp_path / "src").write_text("\n".join(src) + "\n")
+    (tmp_path / "ref").write_text("\n".join(ref) + "\n")
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(model_dir),
+                "-i",
+                str(tmp_path / "src"),
+                "-o",
+                str(tmp_path / "hyp"),
+                "--ref",
+                str(tmp_path / "ref"),
+            ]
+        )
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "BLEU" in err and "nrefs:1" in err and "chrF" in err
+    assert (
+        main(
+            [
+                "evaluate",
+                "--hyp",
+                str(tmp_path / "hyp"),
+                "--ref",
+                str(tmp_path / "ref"),
+                "--tokenized",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "tok:none" in out
+    assert float(out.split()[1]) > 0
+
+
+def test_evaluate_rejects_mismatched_files(tmp_path, capsys):
+    (tmp_path / "h").write_text("a\nb\n")
+    (tmp_path / "r").write_text("a\n")
+    assert main(["evaluate", "--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r")]) == 2
+    assert "1 lines but there are 2" in capsys.readouterr().err
+
+
+def test_greedy_and_beam_options(model_dir):
+    translator = Translator.from_dir(model_dir)
+    [[greedy]] = translator.translate(["the dog"], SearchOptions(beam=1))
+    assert greedy.text
+    with pytest.raises(TranslationError):
+        translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
+
+
+def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):
+    from aiayn.cli import bleu_validator
+
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "r", run={"max_updates": 6, "valid_bleu": True}
+    )
+    Trainer(cfg, validators=[bleu_validator(cfg)]).train()
+    rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").open()]
+    assert all("bleu" in r for r in rows if r["kind"] == "valid")
