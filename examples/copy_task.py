@@ -41,7 +41,10 @@ def train(steps: int = 400, log_every: int = 100) -> nn.Module:
     )
     model = build_model(cfg)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98), eps=1e-9)
-    warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min((step + 1) / 100, 1))
+    # Linear warm-up over 100 steps, then linear decay to zero: the copy converges exactly.
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min((step + 1) / 100, (steps - step) / (steps - 100))
+    )
     model.train()
     for step in range(1, steps + 1):
         src, tgt_in, tgt_out = batch(64, g)
@@ -49,7 +52,7 @@ def train(steps: int = 400, log_every: int = 100) -> nn.Module:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        warmup.step()
+        schedule.step()
         if log_every and step % log_every == 0:
             print(f"step {step:4d}  loss {loss.item():.4f}")
     return model.eval()
