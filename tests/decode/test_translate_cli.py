@@ -16,7 +16,10 @@ from ..train.conftest import tiny_train_config
 def model_dir(tiny_dataset, tmp_path_factory):
     run = tmp_path_factory.mktemp("translate") / "run"
     cfg = tiny_train_config(
-        tiny_dataset, run, run={"max_updates": 400, "valid_every": 200, "save_every": 200}, model={"dropout": 0.0}
+        tiny_dataset,
+        run,
+        run={"max_updates": 400, "valid_every": 200, "save_every": 200},
+        model={"dropout": 0.0},
     )
     Trainer(cfg).train()
     return run / "best"
