@@ -86,16 +86,16 @@ def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_dataset, tmp_path):
     trainer = Trainer(
         tiny_train_config(tiny_dataset, tmp_path / "r", run={"max_nonfinite": 3, "max_updates": 20})
     )
-    real = trainer.task.logits_and_target
+    real = trainer.forward_model
     poisoned = {2, 5, 6, 7}
 
-    def maybe_nan(model, batch):
-        logits, target = real(model, batch)
+    def maybe_nan(src, tgt_in, tgt_out):
+        loss, nll = real(src, tgt_in, tgt_out)
         if trainer.state.update + 1 in poisoned:
-            logits = logits * float("nan")
-        return logits, target
+            loss = loss * float("nan")
+        return loss, nll
 
-    trainer.task.logits_and_target = maybe_nan
+    trainer.forward_model = maybe_nan
     before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     trainer._update()
     trainer._update()  # update 2: NaN, skipped

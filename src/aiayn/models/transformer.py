@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from aiayn import masks
 from aiayn.modules import DecoderLayer, EncoderLayer, KVCache, OutputProjection, TokenEmbedding
 from aiayn.modules.attention import KeyValue
+from aiayn.modules.dropout import Dropout
 
 
 class Encoder(nn.Module):
@@ -93,7 +94,7 @@ class EmbeddingWithPositions(nn.Module):
         super().__init__()
         self.tokens = tokens
         self.positions = positions
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         """(B, T) ids at positions offset .. offset+T-1 -> (B, T, D)."""
@@ -169,11 +170,18 @@ class Transformer(nn.Module):
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits: (B, S) source, (B, T) decoder input -> (B, T, V)."""
+        return self.output(self.decoder_states(src, tgt))
+
+    def decoder_states(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Teacher-forced final decoder states (B, T, D), before the output projection.
+
+        Training uses them to fuse the projection with the loss (``aiayn.train.loss``).
+        """
         src_mask = self.source_mask(src)
         memory, _ = self._encode(src, src_mask)
         tgt_mask = masks.decoder_self_mask(tgt, self.pad_id)
-        logits, _ = self.decode(tgt, memory, src_mask, tgt_mask=tgt_mask)
-        return logits
+        out, _ = self._decode(tgt, memory, src_mask, tgt_mask=tgt_mask)
+        return out.x
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, AttentionMaps]:
         """Like ``forward`` through the eager attention path, also returning every weight."""

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.modules.dropout import dropout
+
 KeyValue = tuple[Tensor, Tensor]  # (B, H, S, Dh) each
 
 
@@ -27,7 +29,10 @@ def scaled_dot_product_attention(
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V  (§3.2.1, eq. 1).
 
     Without ``need_weights`` this is PyTorch's fused kernel; with it, an eager path that
-    also returns the attention weights. Both compute the same function.
+    also returns the attention weights. Both compute the same function. On CPU in bfloat16
+    or float16 the eager path is used throughout: there PyTorch's fused kernel is several
+    times slower than two batched matrix products for sentence-length sequences (measured
+    here: 76 ms vs 11 ms forward + backward for 540 × 4 heads × 16 positions).
 
     Args:
         q: (B, H, T, Dh) queries.
@@ -40,15 +45,19 @@ def scaled_dot_product_attention(
     Returns:
         (B, H, T, Dh) output, and the weights or None.
     """
-    if not need_weights:
+    if not need_weights and not _eager_is_faster(q):
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         return out, None
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # (B, H, T, S)
-    out = F.dropout(weights, p=dropout_p) @ v  # (B, H, T, Dh)
-    return out, weights
+    out = dropout(weights, dropout_p, training=dropout_p > 0) @ v  # (B, H, T, Dh)
+    return out, (weights if need_weights else None)
+
+
+def _eager_is_faster(q: Tensor) -> bool:
+    return q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

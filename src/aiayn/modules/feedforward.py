@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from aiayn.modules.dropout import Dropout
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU}
 
 
@@ -28,7 +30,7 @@ class PositionwiseFeedForward(nn.Module):
             raise ValueError(f"unknown activation {activation!r}; choose from {choices}")
         self.w_1 = nn.Linear(d_model, d_ff, bias=bias)
         self.activation = ACTIVATIONS[activation]()
-        self.dropout = nn.Dropout(activation_dropout)
+        self.dropout = Dropout(activation_dropout)
         self.w_2 = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:

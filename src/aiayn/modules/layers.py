@@ -10,6 +10,7 @@ from typing import NamedTuple
 from torch import Tensor, nn
 
 from aiayn.modules.attention import CrossAttention, KeyValue, SelfAttention
+from aiayn.modules.dropout import Dropout
 from aiayn.modules.feedforward import PositionwiseFeedForward
 
 
@@ -23,7 +24,7 @@ class SublayerConnection(nn.Module):
     def __init__(self, *, d_model: int, dropout: float, norm_first: bool, bias: bool, eps: float):
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def sublayer_input(self, x: Tensor) -> Tensor:

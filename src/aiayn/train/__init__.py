@@ -2,7 +2,7 @@
 
 from aiayn.train.checkpoint import average_checkpoints, list_checkpoints
 from aiayn.train.loop import Trainer, TrainerState, TrainingError
-from aiayn.train.loss import label_smoothed_nll
+from aiayn.train.loss import fused_label_smoothed_nll
 from aiayn.train.schedule import learning_rate, noam_lr
 
 __all__ = [
@@ -10,7 +10,7 @@ __all__ = [
     "TrainerState",
     "TrainingError",
     "average_checkpoints",
-    "label_smoothed_nll",
+    "fused_label_smoothed_nll",
     "learning_rate",
     "list_checkpoints",
     "noam_lr",

@@ -27,7 +27,6 @@ from aiayn.train.checkpoint import (
     save_checkpoint,
     write_model_dir,
 )
-from aiayn.train.loss import label_smoothed_nll
 from aiayn.train.metrics import MetricsLog
 from aiayn.train.schedule import learning_rate
 from aiayn.train.tasks import make_task
@@ -89,9 +88,10 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.run.precision == "fp16")
         self.state = TrainerState()
         self._prepare_run_dir(resume)
-        self.forward_model: nn.Module = self.model
+        self.loss_model = self.task.loss_module(self.model, epsilon=cfg.optim.label_smoothing)
+        self.forward_model: nn.Module = self.loss_model
         if self.dist.enabled:
-            self.forward_model = DistributedDataParallel(self.model)
+            self.forward_model = DistributedDataParallel(self.loss_model)
         if cfg.run.compile:
             self.forward_model = torch.compile(self.forward_model, dynamic=True)
         self.metrics = MetricsLog(self.run_dir, enabled=self.dist.is_main)
@@ -161,7 +161,7 @@ class Trainer:
     def _update(self) -> UpdateResult:
         """One optimiser step over ``update_freq`` batches (gradient accumulation)."""
         cfg = self.cfg
-        self.forward_model.train()
+        self.model.train()
         update = self.state.update + 1
         torch.manual_seed(_update_seed(cfg.run.seed, self.dist.rank, update))
         batches = [self.task.next_batch() for _ in range(cfg.optim.update_freq)]
@@ -175,10 +175,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
             with self._maybe_no_sync(last), self._autocast():
-                logits, target = self.task.logits_and_target(self.forward_model, batch)
-                loss, nll = label_smoothed_nll(
-                    logits, target, epsilon=cfg.optim.label_smoothing, ignore_index=PAD_ID
-                )
+                loss, nll = self.forward_model(batch.src, batch.tgt_in, batch.tgt_out)
                 self.scaler.scale(loss * scale).backward()
             loss_sum += loss.detach()
             nll_sum += nll.detach()
@@ -246,13 +243,10 @@ class Trainer:
         loss_sum = nll_sum = tokens = 0.0
         for batch in self.task.valid_batches():
             with self._autocast():
-                logits, target = self.task.logits_and_target(self.model, batch)
-                loss, nll = label_smoothed_nll(
-                    logits, target, epsilon=self.cfg.optim.label_smoothing, ignore_index=PAD_ID
-                )
+                loss, nll = self.loss_model(batch.src, batch.tgt_in, batch.tgt_out)
             loss_sum += float(loss)
             nll_sum += float(nll)
-            tokens += int((target != PAD_ID).sum())
+            tokens += int((batch.tgt_out != PAD_ID).sum())
         nll = nll_sum / max(tokens, 1)
         row = {"loss": loss_sum / max(tokens, 1), "nll": nll, "ppl": math.exp(min(nll, 50.0))}
         for validator in self.validators:

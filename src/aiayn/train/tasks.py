@@ -10,10 +10,11 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
-from aiayn.config import ModelConfig, TrainConfig
+from aiayn.config import PAD_ID, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, TokenBatchSampler, collate, load_prepared
 from aiayn.models.io import TOKENIZER_FILE
 from aiayn.runtime import Distributed
+from aiayn.train.loss import fused_label_smoothed_nll
 
 
 class Task(Protocol):
@@ -23,7 +24,7 @@ class Task(Protocol):
 
     def valid_batches(self) -> list[Batch]: ...
 
-    def logits_and_target(self, model: nn.Module, batch: Batch) -> tuple[Tensor, Tensor]: ...
+    def loss_module(self, model: nn.Module, *, epsilon: float) -> nn.Module: ...
 
     def assets(self) -> dict[str, bytes]: ...
 
@@ -70,10 +71,8 @@ class TranslationTask:
     def valid_batches(self) -> list[Batch]:
         return [collate(self.valid, b).to(self.device) for b in self._valid_sampler.batches(0)]
 
-    def logits_and_target(self, model: nn.Module, batch: Batch) -> tuple[Tensor, Tensor]:
-        """(N, V) logits and (N,) targets over every target position (padding included)."""
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        return logits.flatten(0, 1), batch.tgt_out.flatten()
+    def loss_module(self, model: nn.Module, *, epsilon: float) -> nn.Module:
+        return TranslationLoss(model, epsilon=epsilon)
 
     def assets(self) -> dict[str, bytes]:
         manifest = self.data.manifest
@@ -99,6 +98,27 @@ class TranslationTask:
     @property
     def epoch(self) -> int:
         return self.train.epoch
+
+
+class TranslationLoss(nn.Module):
+    """Model + fused projection and label-smoothed loss over the real target tokens.
+
+    It is the module data parallelism wraps, since DDP synchronises gradients only through
+    a module's ``forward``.
+    """
+
+    def __init__(self, model: nn.Module, *, epsilon: float):
+        super().__init__()
+        self.model = model
+        self.epsilon = epsilon
+
+    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
+        """Summed (label-smoothed loss, NLL) over the non-pad positions of ``tgt_out``."""
+        hidden = self.model.decoder_states(src, tgt_in)  # (B, T, D)
+        real = tgt_out != PAD_ID  # (B, T)
+        return fused_label_smoothed_nll(
+            hidden[real], self.model.output.proj.weight, tgt_out[real], epsilon=self.epsilon
+        )
 
 
 TASKS = {"translation": TranslationTask}
