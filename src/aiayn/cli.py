@@ -47,7 +47,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_prepare_parser(sub)
     _add_train_parsers(sub)
     _add_translate_parsers(sub)
+    _add_pipeline_parser(sub)
     return parser
+
+
+def _add_pipeline_parser(sub) -> None:
+    p = sub.add_parser(
+        "pipeline",
+        help="corpus -> prepare -> train -> average -> translate -> score, from one recipe",
+    )
+    p.add_argument("recipe", help="TOML recipe, e.g. configs/multi30k_en_de_tiny.toml")
+    p.add_argument("--work", help="work directory (default: runs/<recipe name>)")
+    p.add_argument(
+        "--corpus",
+        metavar="DIR",
+        help="a local Multi30k copy (default: $AIAYN_DATA_DIR/multi30k or "
+        "../shared/data/multi30k if present, else download)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe field, e.g. --set run.max_minutes=30",
+    )
+    p.set_defaults(handler=cmd_pipeline)
 
 
 def _add_translate_parsers(sub) -> None:
@@ -315,8 +339,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_train_config(args.config, args.set)
-        validators = [bleu_validator(cfg)] if cfg.run.valid_bleu else []
-        trainer = Trainer(cfg, resume=args.resume, validators=validators)
+        trainer = Trainer(cfg, resume=args.resume, validators=validators_for(cfg))
         trainer.log(f"allocator: {allocator}")
         state = trainer.train()
     except (ConfigError, CorpusError, ModelLoadError, TrainingError) as e:
@@ -347,6 +370,11 @@ def cmd_average(args: argparse.Namespace) -> int:
     write_model_dir(Path(args.out), model, cfg, copy_assets(paths[-1]))
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {args.out}")
     return 0
+
+
+def validators_for(cfg) -> list:
+    """Extra validation metrics the config asks for (BLEU), for the Trainer."""
+    return [bleu_validator(cfg)] if cfg.run.valid_bleu else []
 
 
 def bleu_validator(cfg):
@@ -443,3 +471,67 @@ def _print_scores(hyps: list[str], ref_file: str, tokenized: bool, *, file) -> N
     if len(refs) != len(hyps):
         raise UserError(f"{ref_file} has {len(refs)} lines but there are {len(hyps)} hypotheses")
     print(corpus_scores(hyps, refs, tokenized=tokenized), file=file)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from aiayn.runtime import tune_allocator
+
+    allocator = tune_allocator()
+    from aiayn.config import ConfigError, apply_overrides, load_toml, recipe_from_dict
+    from aiayn.data import CorpusError, TokenizerError
+    from aiayn.models import ModelLoadError
+    from aiayn.pipeline import default_corpus_dir, run_pipeline
+    from aiayn.train import TrainingError
+
+    work = args.work or str(Path("runs") / Path(args.recipe).stem)
+    corpus = args.corpus or default_corpus_dir()
+    try:
+        recipe = recipe_from_dict(
+            apply_overrides(load_toml(args.recipe), args.set), where=args.recipe
+        )
+        _log(
+            f"aiayn pipeline {args.recipe} -> {work} (corpus: {corpus or 'download'}; "
+            f"allocator: {allocator})"
+        )
+        result = run_pipeline(
+            recipe, work, corpus_from=corpus, log=_log, validators_for=validators_for
+        )
+    except (ConfigError, CorpusError, TokenizerError, ModelLoadError, TrainingError) as e:
+        raise UserError(str(e)) from None
+    print(format_results(result, recipe))
+    return 0
+
+
+def format_results(result, recipe) -> str:
+    """The results table and example translations, as Markdown."""
+    p = recipe.pipeline
+    pair = f"{p.src_lang}→{p.tgt_lang}"
+    lines = [
+        f"## {p.dataset} {pair}, {p.text} text, beam {p.beam}, α {p.alpha}",
+        "",
+        "| test set | BLEU | chrF | sentences/s |",
+        "|---|---:|---:|---:|",
+    ]
+    for t in result.tests:
+        lines.append(
+            f"| {t.split} | {t.bleu:.2f} | {t.chrf:.2f} | "
+            f"{t.sentences / max(t.seconds, 1e-9):.1f} |"
+        )
+    lines += [
+        "",
+        f"- training: {result.updates:,} updates, {result.train_tokens:,} target tokens in "
+        f"{result.train_seconds / 60:.1f} min ({result.tokens_per_second:,.0f} tokens/s)",
+        f"- whole pipeline: {result.total_seconds / 60:.1f} min wall clock ("
+        + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
+        + ")",
+        f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
+        "",
+        "Examples (test set 1):",
+    ]
+    for ex in result.tests[0].examples if result.tests else []:
+        lines += [
+            f"- src: {ex['source']}",
+            f"  ref: {ex['reference']}",
+            f"  hyp: {ex['translation']}",
+        ]
+    return "\n".join(lines)

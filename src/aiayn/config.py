@@ -256,6 +256,7 @@ class RunConfig:
     seed: int = 1
     max_updates: int = 100_000
     max_epochs: int = 0  # 0: no limit
+    max_minutes: float = 0.0  # wall-clock budget for training (0: no limit)
     log_every: int = 100
     valid_every: int = 1000
     save_every: int = 1000
@@ -339,3 +340,44 @@ def _toml() -> Any:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
     return tomllib
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineConfig:
+    """The end-to-end recipe around training: which corpus, how to average and decode."""
+
+    dataset: Literal["multi30k"] = "multi30k"
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    text: Literal["tok", "raw"] = "tok"  # lowercased Moses-tokenised files, or raw cased text
+    average_last: int = 10  # checkpoints averaged into the final model (§6.1)
+    beam: int = 5
+    alpha: float = 0.6
+    test_splits: tuple[str, ...] = ("test_2016_flickr", "test_2017_flickr")
+    examples: int = 3  # example translations printed at the end
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """A pipeline file: ``[pipeline]``, ``[prepare]`` and the training tables."""
+
+    pipeline: PipelineConfig
+    prepare: dict[str, Any]  # PrepareConfig fields other than the languages and files
+    train: TrainConfig
+
+
+def recipe_from_dict(values: dict[str, Any], *, where: str = "recipe") -> Recipe:
+    values = dict(values)
+    pipeline = config_from_dict(PipelineConfig, values.pop("pipeline", {}), where=f"{where}")
+    prepare = dict(values.pop("prepare", {}))
+    fixed = {"src_lang", "tgt_lang", "train", "valid", "test"}
+    clash = sorted(fixed & set(prepare))
+    if clash:
+        raise ConfigError(f"{where}.prepare: {clash} are set by the pipeline")
+    known = {f.name for f in dataclasses.fields(PrepareConfig)} - fixed
+    unknown = sorted(set(prepare) - known)
+    if unknown:
+        raise ConfigError(f"{where}.prepare: unknown key(s) {unknown}; known: {sorted(known)}")
+    return Recipe(
+        pipeline=pipeline, prepare=prepare, train=train_config_from_dict(values, where=where)
+    )

@@ -131,6 +131,7 @@ class Trainer:
         )
         progress = self.metrics.progress(total=run.max_updates, initial=self.state.update)
         window = _Window()
+        self._window_start = window.start
         try:
             while not self._should_stop():
                 result = self._update()
@@ -139,12 +140,15 @@ class Trainer:
                 if self.state.update % run.log_every == 0:
                     self._report(window, progress)
                     window = _Window()
+                    self._window_start = window.start
                 if self.state.update % run.valid_every == 0 and self._validate():
                     break
                 if self.state.update % run.save_every == 0:
                     self.save()
         finally:
             progress.close()
+        if window.updates:
+            self._report(window, progress)
         if self.state.update % run.save_every != 0:
             self.save()
         if self.state.update % run.valid_every != 0:
@@ -156,7 +160,16 @@ class Trainer:
         run = self.cfg.run
         if self.state.update >= run.max_updates:
             return True
-        return bool(run.max_epochs) and self.task.epoch >= run.max_epochs
+        if run.max_epochs and self.task.epoch >= run.max_epochs:
+            return True
+        if not run.max_minutes:
+            return False
+        elapsed = self.state.train_seconds + time.perf_counter() - self._window_start
+        out_of_time = torch.tensor(float(elapsed > 60.0 * run.max_minutes))
+        if self._all_reduce(out_of_time).item() > 0:  # every rank stops at the same update
+            self.log(f"time budget of {run.max_minutes:g} minutes used: stopping")
+            return True
+        return False
 
     def _update(self) -> UpdateResult:
         """One optimiser step over ``update_freq`` batches (gradient accumulation)."""
@@ -324,9 +337,11 @@ class _Window:
     def __init__(self) -> None:
         self.loss = self.nll = 0.0
         self.tokens = 0
+        self.updates = 0
         self.start = time.perf_counter()
 
     def add(self, result: UpdateResult) -> None:
+        self.updates += 1
         if result.finite:
             self.loss += result.loss_sum
             self.nll += result.nll_sum

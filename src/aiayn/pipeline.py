@@ -1,0 +1,203 @@
+"""The whole job in one call: get the corpus, prepare, train, average, translate, score.
+
+Each stage reuses what an earlier, interrupted run of the same work directory finished, so
+running the command again continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiayn.config import PrepareConfig, Recipe, config_to_dict
+from aiayn.data import prepare
+from aiayn.data.binarize import MANIFEST
+from aiayn.data.corpus import read_lines
+from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
+from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.eval import corpus_scores
+from aiayn.train import Trainer, list_checkpoints
+from aiayn.train.checkpoint import average_checkpoints, copy_assets, write_model_dir
+
+
+@dataclass
+class TestResult:
+    split: str
+    bleu: float
+    chrf: float
+    bleu_signature: str
+    sentences: int
+    seconds: float
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class PipelineResult:
+    work_dir: str
+    updates: int
+    train_tokens: int
+    train_seconds: float
+    total_seconds: float
+    stage_seconds: dict[str, float]
+    tests: list[TestResult]
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.train_tokens / max(self.train_seconds, 1e-9)
+
+
+def run_pipeline(
+    recipe: Recipe,
+    work_dir: str | Path,
+    *,
+    corpus_from: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    validators_for: Callable | None = None,
+) -> PipelineResult:
+    """Run every stage of ``recipe`` in ``work_dir``; see the module docstring."""
+    start = time.perf_counter()
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    p = recipe.pipeline
+    stages: dict[str, float] = {}
+
+    def stage(name: str):
+        log(f"== {name}")
+        stages[name] = time.perf_counter()
+
+    def done(name: str):
+        stages[name] = time.perf_counter() - stages[name]
+
+    stage("corpus")
+    corpus = fetch_multi30k(work / "multi30k", source=corpus_from, log=log)
+    done("corpus")
+
+    stage("prepare")
+    prep = _prepare_config(recipe, corpus)
+    data_dir = work / "data"
+    if _prepared_with(data_dir, prep):
+        log(f"reusing {data_dir}")
+    else:
+        prepare(prep, data_dir, overwrite=True, log=log)
+    done("prepare")
+
+    stage("train")
+    train_cfg = dataclasses.replace(
+        recipe.train,
+        data=dataclasses.replace(recipe.train.data, dir=str(data_dir)),
+        run=dataclasses.replace(recipe.train.run, dir=str(work / "run")),
+    )
+    validators = validators_for(train_cfg) if validators_for else []
+    state = Trainer(train_cfg, resume=True, log=log, validators=validators).train()
+    done("train")
+
+    stage("average")
+    checkpoints = list_checkpoints(work / "run")[-p.average_last :]
+    model, cfg = average_checkpoints(checkpoints)
+    model_dir = work / "model"
+    write_model_dir(model_dir, model, cfg, copy_assets(checkpoints[-1]))
+    log(
+        f"averaged {len(checkpoints)} checkpoints "
+        f"({checkpoints[0].name} .. {checkpoints[-1].name}) -> {model_dir}"
+    )
+    done("average")
+
+    stage("translate and score")
+    translator = Translator.from_dir(model_dir)
+    options = SearchOptions(beam=p.beam, alpha=p.alpha or None)
+    tests = [
+        _translate_split(translator, corpus, split, p, options, work, log)
+        for split in p.test_splits
+    ]
+    done("translate and score")
+
+    result = PipelineResult(
+        work_dir=str(work),
+        updates=state.update,
+        train_tokens=state.tokens,
+        train_seconds=state.train_seconds,
+        total_seconds=time.perf_counter() - start,
+        stage_seconds=stages,
+        tests=tests,
+    )
+    payload = dataclasses.asdict(result) | {"recipe": _recipe_dict(recipe)}
+    (work / "results.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+    return result
+
+
+def _split_files(corpus: Path, split: str, lang: str, text: str) -> Path:
+    return tok_path(corpus, split, lang) if text == "tok" else raw_path(corpus, split, lang)
+
+
+def _prefix(path: Path, lang: str) -> str:
+    """``.../train.lc.norm.tok.en.gz`` -> ``.../train.lc.norm.tok``."""
+    return str(path)[: -len(f".{lang}.gz")]
+
+
+def _prepare_config(recipe: Recipe, corpus: Path) -> PrepareConfig:
+    p = recipe.pipeline
+
+    def prefix(split: str) -> str:
+        return _prefix(_split_files(corpus, split, p.src_lang, p.text), p.src_lang)
+
+    return PrepareConfig(
+        src_lang=p.src_lang,
+        tgt_lang=p.tgt_lang,
+        train=prefix("train"),
+        valid=prefix("val"),
+        pretokenized=p.text == "tok",
+        **recipe.prepare,
+    )
+
+
+def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
+    manifest = data_dir / MANIFEST
+    if not manifest.is_file():
+        return False
+    options = json.loads(manifest.read_text()).get("options")
+    return options == json.loads(json.dumps(config_to_dict(cfg)))
+
+
+def _translate_split(translator, corpus, split, p, options, work, log) -> TestResult:
+    sources = list(read_lines(_split_files(corpus, split, p.src_lang, p.text)))
+    references = list(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)))
+    begin = time.perf_counter()
+    hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
+    seconds = time.perf_counter() - begin
+    results = work / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{split}.{p.tgt_lang}.hyp").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    scores = corpus_scores(hyps, references, tokenized=p.text == "tok")
+    log(
+        f"{split}: BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} "
+        f"({len(sources) / seconds:.1f} sentences/s)"
+    )
+    examples = [
+        {"source": sources[i], "reference": references[i], "translation": hyps[i]}
+        for i in range(min(p.examples, len(sources)))
+    ]
+    return TestResult(
+        split, scores.bleu, scores.chrf, scores.bleu_signature, len(sources), seconds, examples
+    )
+
+
+def _recipe_dict(recipe: Recipe) -> dict:
+    return {
+        "pipeline": config_to_dict(recipe.pipeline),
+        "prepare": recipe.prepare,
+        **config_to_dict(recipe.train),
+    }
+
+
+def default_corpus_dir() -> Path | None:
+    """``$AIAYN_DATA_DIR/multi30k`` (default ``../shared/data`` beside the repository) if
+    it exists; None means download."""
+    base = os.environ.get("AIAYN_DATA_DIR")
+    root = Path(base) if base else Path(__file__).resolve().parents[3] / "shared" / "data"
+    candidate = root / "multi30k"
+    return candidate if (candidate / "train.en.gz").is_file() else None
