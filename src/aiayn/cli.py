@@ -48,7 +48,57 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_parsers(sub)
     _add_translate_parsers(sub)
     _add_pipeline_parser(sub)
+    _add_plot_parser(sub)
+    _add_generate_parser(sub)
     return parser
+
+
+def _add_generate_parser(sub) -> None:
+    g = sub.add_parser("generate", help="sample text from a language model")
+    g.add_argument("--model", required=True, help="language-model directory")
+    g.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    g.add_argument("--max-new-tokens", type=int, default=500)
+    g.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
+    g.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest (0: all)")
+    g.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (1: off)")
+    g.add_argument("--seed", type=int, help="make the sample reproducible")
+    g.add_argument("--stop-at-eos", action="store_true", help="stop when the model emits EOS")
+    g.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="re-run the whole context for each token (slow; for comparison)",
+    )
+    g.set_defaults(handler=cmd_generate)
+
+
+def _add_plot_parser(sub) -> None:
+    plot = sub.add_parser("plot", help="draw attention, positional encodings or training curves")
+    kinds = plot.add_subparsers(dest="plot", required=True, metavar="WHAT")
+    att = kinds.add_parser("attention", help="attention heatmaps for one sentence")
+    att.add_argument("--model", required=True, help="model directory")
+    att.add_argument("--src", required=True, help="source sentence")
+    att.add_argument("--tgt", help="target sentence to force-decode (default: translate --src)")
+    att.add_argument(
+        "--kind",
+        choices=["encoder", "decoder", "cross", "all"],
+        default="all",
+        help="which attention (all: one file each, suffixed _encoder ...)",
+    )
+    att.add_argument("--layers", help="comma-separated 1-based layers (default: all)")
+    att.add_argument("--heads", help="comma-separated 1-based heads (default: all)")
+    att.add_argument("--beam", type=int, default=5, help="beam size when translating --src")
+    att.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
+    att.set_defaults(handler=cmd_plot_attention)
+    pos = kinds.add_parser("positional", help="the sinusoidal positional encoding (§3.5)")
+    pos.add_argument("--d-model", type=int, default=128)
+    pos.add_argument("--length", type=int, default=100)
+    pos.add_argument("--concat", action="store_true", help="the [sin | cos] layout")
+    pos.add_argument("-o", "--output", required=True)
+    pos.set_defaults(handler=cmd_plot_positional)
+    cur = kinds.add_parser("curves", help="loss, learning rate and BLEU of a training run")
+    cur.add_argument("run_dir")
+    cur.add_argument("-o", "--output", required=True)
+    cur.set_defaults(handler=cmd_plot_curves)
 
 
 def _add_pipeline_parser(sub) -> None:
@@ -111,9 +161,21 @@ def _add_translate_parsers(sub) -> None:
     t.add_argument("--device", default="cpu")
     t.add_argument("--threads", type=int, default=0)
     t.set_defaults(handler=cmd_translate)
-    e = sub.add_parser("evaluate", help="score translations with sacreBLEU (BLEU, chrF)")
-    e.add_argument("--hyp", required=True, help="hypotheses, one a line")
-    e.add_argument("--ref", required=True, help="references, one a line")
+    e = sub.add_parser(
+        "evaluate",
+        help="score translations (BLEU, chrF), or a language model's perplexity on a text",
+        description="Translations: --hyp FILE --ref FILE. Language model: --model DIR --text FILE.",
+    )
+    e.add_argument("--hyp", help="hypotheses, one a line")
+    e.add_argument("--ref", help="references, one a line")
+    e.add_argument("--model", help="a language-model directory")
+    e.add_argument("--text", help="with --model: the text to measure perplexity on")
+    e.add_argument(
+        "--block-size",
+        type=int,
+        default=256,
+        help="with --model: tokens of context per block (capped by the model)",
+    )
     e.add_argument(
         "--tokenized",
         action="store_true",
@@ -452,11 +514,45 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from aiayn.data import CorpusError, read_lines
 
+    if args.model or args.text:
+        return _evaluate_language_model(args)
+    if not (args.hyp and args.ref):
+        raise UserError("give --hyp and --ref (translations), or --model and --text (perplexity)")
     try:
         hyps = list(read_lines(args.hyp))
     except CorpusError as e:
         raise UserError(str(e)) from None
     _print_scores(hyps, args.ref, args.tokenized, file=sys.stdout)
+    return 0
+
+
+def _evaluate_language_model(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from aiayn.data import CorpusError
+    from aiayn.data.lm import read_text
+    from aiayn.decode import load_language_model
+    from aiayn.eval.perplexity import stream_perplexity
+    from aiayn.models import ModelLoadError
+
+    if not (args.model and args.text):
+        raise UserError("perplexity needs both --model and --text")
+    try:
+        model, tokenizer = load_language_model(args.model)
+        text = read_text(args.text)
+    except (ModelLoadError, CorpusError) as e:
+        raise UserError(str(e)) from None
+    ids = np.asarray(tokenizer.encode([text])[0], dtype=np.int64)
+    block = min(args.block_size, model.max_context or args.block_size)
+    try:
+        result = stream_perplexity(model, ids, block_size=block)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    print(
+        f"{args.text}: {result.tokens:,} tokens, NLL {result.nll:.4f} nats/token, "
+        f"perplexity {result.perplexity:.3f}, "
+        f"{result.bits_per_character(len(text)):.4f} bits/character"
+    )
     return 0
 
 
@@ -535,3 +631,125 @@ def format_results(result, recipe) -> str:
             f"  hyp: {ex['translation']}",
         ]
     return "\n".join(lines)
+
+
+def _indices(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) - 1 for x in text.split(",")]
+    except ValueError:
+        raise UserError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def cmd_plot_attention(args: argparse.Namespace) -> int:
+    from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+    from aiayn.models import ModelLoadError
+    from aiayn.viz import attention_figure, attention_plot_data, save_figure
+
+    try:
+        translator = Translator.from_dir(args.model)
+    except (ModelLoadError, TranslationError) as e:
+        raise UserError(str(e)) from None
+    src_ids = translator.src_tokenizer.encode([args.src.strip()])[0]
+    if not src_ids:
+        raise UserError("--src is empty")
+    if args.tgt is not None:
+        tgt_ids = translator.tgt_tokenizer.encode([args.tgt.strip()])[0]
+    else:
+        [[best]] = translator.translate_ids([src_ids], SearchOptions(beam=args.beam))
+        tgt_ids = best.tokens
+        _log(f"translation: {best.text}")
+    data = attention_plot_data(
+        translator.model,
+        src_ids,
+        tgt_ids,
+        src_pieces=translator.src_tokenizer.pieces(src_ids),
+        tgt_pieces=translator.tgt_tokenizer.pieces(tgt_ids),
+    )
+    output = Path(args.output)
+    kinds = ["encoder", "decoder", "cross"] if args.kind == "all" else [args.kind]
+    for kind in kinds:
+        path = (
+            output.with_name(f"{output.stem}_{kind}{output.suffix}") if len(kinds) > 1 else (output)
+        )
+        try:
+            figure = attention_figure(
+                data, kind, layers=_indices(args.layers), heads=_indices(args.heads)
+            )
+            save_figure(figure, path)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        print(path)
+    return 0
+
+
+def cmd_plot_positional(args: argparse.Namespace) -> int:
+    from aiayn.viz import positional_figure, save_figure
+
+    if args.d_model % 2 or args.d_model <= 0 or args.length <= 1:
+        raise UserError("--d-model must be even and positive, --length at least 2")
+    try:
+        figure = positional_figure(
+            d_model=args.d_model, length=args.length, interleaved=not args.concat
+        )
+        print(save_figure(figure, args.output))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return 0
+
+
+def cmd_plot_curves(args: argparse.Namespace) -> int:
+    from aiayn.viz import curves_figure, save_figure
+
+    try:
+        print(save_figure(curves_figure(args.run_dir), args.output))
+    except (FileNotFoundError, ValueError) as e:
+        raise UserError(str(e)) from None
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    import torch
+
+    from aiayn.config import EOS_ID
+    from aiayn.decode import generate, load_language_model
+    from aiayn.models import ModelLoadError
+
+    try:
+        model, tokenizer = load_language_model(args.model)
+    except ModelLoadError as e:
+        raise UserError(str(e)) from None
+    prompt = tokenizer.encode([args.prompt])[0]
+    if not prompt:
+        raise UserError("the prompt is empty after tokenisation")
+    generator = torch.Generator().manual_seed(args.seed) if args.seed is not None else None
+    produced: list[int] = []
+    shown = ""
+
+    def stream(token: int) -> None:
+        nonlocal shown
+        produced.append(token)
+        text = tokenizer.decode(produced)
+        sys.stdout.write(text[len(shown) :])
+        sys.stdout.flush()
+        shown = text
+
+    sys.stdout.write(args.prompt)
+    try:
+        generate(
+            model,
+            prompt,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            generator=generator,
+            stop_id=EOS_ID if args.stop_at_eos else None,
+            use_cache=not args.no_cache,
+            on_token=stream,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    sys.stdout.write("\n")
+    return 0

@@ -42,6 +42,11 @@ class Batch:
     def n_tgt_tokens(self) -> int:
         return int((self.tgt_out != PAD_ID).sum())
 
+    @property
+    def model_inputs(self) -> tuple[Tensor, Tensor, Tensor]:
+        """What a training loss module takes: (src, tgt_in, tgt_out)."""
+        return self.src, self.tgt_in, self.tgt_out
+
     def to(self, device: torch.device | str) -> Batch:
         return Batch(
             self.src.to(device, non_blocking=True),

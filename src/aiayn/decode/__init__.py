@@ -1,6 +1,7 @@
 """Decoding: greedy search, batched beam search, and sampling (never imports train)."""
 
 from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
+from aiayn.decode.generate import generate, load_language_model
 from aiayn.decode.greedy import greedy_decode, greedy_search
 from aiayn.decode.sampling import filter_logits, sample_next
 from aiayn.decode.stepper import StepDecoder, TransformerStepper
@@ -11,8 +12,10 @@ __all__ = [
     "TransformerStepper",
     "beam_search",
     "filter_logits",
+    "generate",
     "greedy_decode",
     "greedy_search",
     "length_penalty",
+    "load_language_model",
     "sample_next",
 ]

@@ -30,7 +30,9 @@ def corpus_scores(
     way the research literature scores Multi30k)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    bleu = BLEU(tokenize="none" if tokenized else "13a")
+    # force: tokenised text is what the caller declared, so sacreBLEU's "looks tokenised"
+    # warning does not apply.
+    bleu = BLEU(tokenize="none", force=True) if tokenized else BLEU()
     chrf = CHRF()
     return Scores(
         bleu=bleu.corpus_score(list(hypotheses), [list(references)]).score,

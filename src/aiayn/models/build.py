@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from aiayn.config import PAD_ID, ModelConfig
+from aiayn.models.lm import TransformerLM
 from aiayn.models.transformer import Decoder, EmbeddingWithPositions, Encoder, Transformer
 from aiayn.modules import (
     POSITIONAL,
@@ -19,10 +20,11 @@ from aiayn.modules import (
 from aiayn.modules.attention import CrossAttention, SelfAttention
 
 
-def build_model(cfg: ModelConfig) -> Transformer:
-    """Build and initialise the encoder–decoder Transformer described by ``cfg``."""
+def build_model(cfg: ModelConfig) -> Transformer | TransformerLM:
+    """Build and initialise the model ``cfg`` describes: the encoder–decoder Transformer,
+    or with ``n_encoder_layers == 0`` the decoder-only language model."""
     if not cfg.is_encoder_decoder:
-        raise ValueError("n_encoder_layers == 0 describes a language model: use build_lm")
+        return build_lm(cfg)
     if cfg.src_vocab_size <= 0 or cfg.tgt_vocab_size <= 0:
         raise ValueError("set src_vocab_size and tgt_vocab_size (ModelConfig.with_vocab)")
     src_tokens = TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
@@ -48,6 +50,28 @@ def build_model(cfg: ModelConfig) -> Transformer:
             tied_to=tgt_tokens if cfg.tie_output else None,
         ),
         pad_id=PAD_ID,
+    )
+    init_weights(model, d_model=cfg.d_model)
+    return model
+
+
+def build_lm(cfg: ModelConfig) -> TransformerLM:
+    """The decoder-only language model; its vocabulary is ``tgt_vocab_size``."""
+    if cfg.tgt_vocab_size <= 0:
+        raise ValueError("set tgt_vocab_size (ModelConfig.with_vocab)")
+    tokens = TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    layers = [
+        DecoderLayer(**_layer_args(cfg), cross_attention=False) for _ in range(cfg.n_decoder_layers)
+    ]
+    model = TransformerLM(
+        embed=_embed(cfg, tokens),
+        decoder=Decoder(layers=layers, final_norm=_final_norm(cfg)),
+        output=OutputProjection(
+            d_model=cfg.d_model,
+            vocab_size=cfg.tgt_vocab_size,
+            tied_to=tokens if cfg.tie_output else None,
+        ),
+        max_context=cfg.max_positions if cfg.positional == "learned" else None,
     )
     init_weights(model, d_model=cfg.d_model)
     return model

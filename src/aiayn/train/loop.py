@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from aiayn.config import PAD_ID, TrainConfig, config_to_dict
+from aiayn.config import TrainConfig, config_to_dict
 from aiayn.models import build_model
 from aiayn.runtime import Distributed, init_distributed, select_device
 from aiayn.train.checkpoint import (
@@ -178,7 +178,7 @@ class Trainer:
         update = self.state.update + 1
         torch.manual_seed(_update_seed(cfg.run.seed, self.dist.rank, update))
         batches = [self.task.next_batch() for _ in range(cfg.optim.update_freq)]
-        local_tokens = sum(int((b.tgt_out != PAD_ID).sum()) for b in batches)
+        local_tokens = sum(b.n_tgt_tokens for b in batches)
         tokens = int(self._all_reduce(torch.tensor(float(local_tokens))).item())
         # Gradients are summed over micro-batches and ranks, then divided by the target
         # tokens of the whole update (DDP averages over ranks, hence × world size).
@@ -188,7 +188,7 @@ class Trainer:
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
             with self._maybe_no_sync(last), self._autocast():
-                loss, nll = self.forward_model(batch.src, batch.tgt_in, batch.tgt_out)
+                loss, nll = self.forward_model(*batch.model_inputs)
                 self.scaler.scale(loss * scale).backward()
             loss_sum += loss.detach()
             nll_sum += nll.detach()
@@ -256,10 +256,10 @@ class Trainer:
         loss_sum = nll_sum = tokens = 0.0
         for batch in self.task.valid_batches():
             with self._autocast():
-                loss, nll = self.loss_model(batch.src, batch.tgt_in, batch.tgt_out)
+                loss, nll = self.loss_model(*batch.model_inputs)
             loss_sum += float(loss)
             nll_sum += float(nll)
-            tokens += int((batch.tgt_out != PAD_ID).sum())
+            tokens += batch.n_tgt_tokens
         nll = nll_sum / max(tokens, 1)
         row = {"loss": loss_sum / max(tokens, 1), "nll": nll, "ppl": math.exp(min(nll, 50.0))}
         for validator in self.validators:

@@ -4,14 +4,15 @@ files a trained model needs beside its weights."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
-from aiayn.config import PAD_ID, ModelConfig, TrainConfig
+from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, TokenBatchSampler, collate, load_prepared
+from aiayn.data.lm import load_lm_data, random_blocks, sequential_blocks
 from aiayn.models.io import TOKENIZER_FILE
 from aiayn.runtime import Distributed
 from aiayn.train.loss import fused_label_smoothed_nll
@@ -121,7 +122,121 @@ class TranslationLoss(nn.Module):
         )
 
 
-TASKS = {"translation": TranslationTask}
+@dataclass(frozen=True)
+class LMBatch:
+    """Contiguous blocks of a token stream and the same blocks shifted by one."""
+
+    inputs: Tensor  # (B, T)
+    targets: Tensor  # (B, T)
+
+    @property
+    def n_tgt_tokens(self) -> int:
+        return self.targets.numel()
+
+    @property
+    def model_inputs(self) -> tuple[Tensor, Tensor]:
+        return self.inputs, self.targets
+
+
+class LanguageModelTask:
+    """Next-token prediction on a corpus from ``aiayn prepare --text`` (nanoGPT's setting:
+    random contiguous blocks of ``block_size`` tokens, ``batch_size`` blocks a batch)."""
+
+    def __init__(self, cfg: TrainConfig, dist: Distributed, device: torch.device):
+        self.device = device
+        self.data = load_lm_data(cfg.data.dir)
+        self.train = self.data.stream(cfg.data.train_split)
+        self.valid = self.data.stream(cfg.data.valid_split)
+        self.block_size = cfg.data.block_size
+        self.batch_size = cfg.data.batch_size
+        self.n_valid_batches = cfg.data.valid_batches
+        self.seed = cfg.run.seed
+        self.rank = dist.rank
+        self.position = 0  # batches drawn so far by this rank
+
+    def model_config(self, model: ModelConfig) -> ModelConfig:
+        if model.is_encoder_decoder:
+            raise ConfigError('task "lm" is decoder-only: set model.n_encoder_layers = 0')
+        if model.positional == "learned" and model.max_positions < self.block_size:
+            raise ConfigError(
+                f"model.max_positions ({model.max_positions}) is shorter than "
+                f"data.block_size ({self.block_size})"
+            )
+        vocab = self.data.tokenizer.vocab_size
+        return model.with_vocab(vocab, vocab)
+
+    def next_batch(self) -> LMBatch:
+        seed = (self.seed * 1_000_003 + self.rank) * 1_000_003 + self.position
+        self.position += 1
+        generator = torch.Generator().manual_seed(seed)
+        x, y = random_blocks(
+            self.train, block_size=self.block_size, batch_size=self.batch_size, generator=generator
+        )
+        return LMBatch(x.to(self.device), y.to(self.device))
+
+    def valid_batches(self) -> list[LMBatch]:
+        """``data.valid_batches`` random batches (the same ones every time), or with 0 the
+        whole validation split in consecutive blocks."""
+        if self.n_valid_batches:
+            generator = torch.Generator().manual_seed(self.seed)
+            pairs = [
+                random_blocks(
+                    self.valid,
+                    block_size=self.block_size,
+                    batch_size=self.batch_size,
+                    generator=generator,
+                )
+                for _ in range(self.n_valid_batches)
+            ]
+        else:
+            pairs = list(
+                sequential_blocks(
+                    self.valid, block_size=self.block_size, batch_size=self.batch_size
+                )
+            )
+        return [LMBatch(x.to(self.device), y.to(self.device)) for x, y in pairs]
+
+    def loss_module(self, model: nn.Module, *, epsilon: float) -> nn.Module:
+        return LanguageModelLoss(model, epsilon=epsilon)
+
+    def assets(self) -> dict[str, bytes]:
+        name = self.data.manifest["tokenizer"]
+        description = {"task": "lm", "file": name}
+        return {
+            name: (self.data.directory / name).read_bytes(),
+            TOKENIZER_FILE: json.dumps(description, indent=2).encode(),
+        }
+
+    def data_state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_data_state(self, state: dict[str, int]) -> None:
+        self.position = int(state["position"])
+
+    @property
+    def epoch(self) -> int:
+        return self.position * self.batch_size * self.block_size // max(len(self.train), 1)
+
+
+class LanguageModelLoss(nn.Module):
+    """TransformerLM + fused projection and loss over every position of the blocks."""
+
+    def __init__(self, model: nn.Module, *, epsilon: float):
+        super().__init__()
+        self.model = model
+        self.epsilon = epsilon
+
+    def forward(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+        hidden, _ = self.model.hidden_states(inputs)  # (B, T, D)
+        return fused_label_smoothed_nll(
+            hidden.flatten(0, 1),
+            self.model.output.proj.weight,
+            targets.flatten(),
+            epsilon=self.epsilon,
+        )
+
+
+TASKS = {"translation": TranslationTask, "lm": LanguageModelTask}
 
 
 def make_task(cfg: TrainConfig, dist: Distributed, device: torch.device) -> Task:

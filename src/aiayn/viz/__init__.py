@@ -1,0 +1,20 @@
+"""Pictures of what the model does: attention heatmaps, positional encodings, training curves.
+
+matplotlib is imported lazily, with the headless Agg backend; every function returns a
+``matplotlib.figure.Figure`` so notebooks can show it, and ``save_figure`` writes PNG or SVG.
+"""
+
+from aiayn.viz.attention import AttentionPlotData, attention_figure, attention_plot_data
+from aiayn.viz.common import save_figure
+from aiayn.viz.curves import curves_figure, read_metrics
+from aiayn.viz.positional import positional_figure
+
+__all__ = [
+    "AttentionPlotData",
+    "attention_figure",
+    "attention_plot_data",
+    "curves_figure",
+    "positional_figure",
+    "read_metrics",
+    "save_figure",
+]
