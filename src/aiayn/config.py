@@ -198,7 +198,7 @@ class PrepareConfig:
     max_len: int = 256  # training pairs with a side longer than this (subwords) are dropped
     max_len_ratio: float = 9.0  # ... or whose length ratio exceeds this
     empty_lines: Literal["drop", "error"] = "drop"
-    seed: int = 1
+    train_limit: int = 0  # use only the first N training pairs (0: all), for quick runs
 
     def __post_init__(self) -> None:
         if self.vocab_size < 8:
@@ -355,6 +355,7 @@ class PipelineConfig:
     alpha: float = 0.6
     test_splits: tuple[str, ...] = ("test_2016_flickr", "test_2017_flickr")
     examples: int = 3  # example translations printed at the end
+    test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from aiayn.config import PrepareConfig, Recipe, config_to_dict
@@ -164,8 +165,9 @@ def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
 
 
 def _translate_split(translator, corpus, split, p, options, work, log) -> TestResult:
-    sources = list(read_lines(_split_files(corpus, split, p.src_lang, p.text)))
-    references = list(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)))
+    limit = p.test_limit or None
+    sources = list(islice(read_lines(_split_files(corpus, split, p.src_lang, p.text)), limit))
+    references = list(islice(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)), limit))
     begin = time.perf_counter()
     hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
     seconds = time.perf_counter() - begin

@@ -108,6 +108,8 @@ def _train_vocabularies(cfg, train_files, tmp: Path, log) -> tuple[Tokenizer, To
     )
     if cfg.joint_vocab:
         both = _interleave(read_lines(src_file), read_lines(tgt_file))
+        if cfg.train_limit:
+            both = islice(both, 2 * cfg.train_limit)
         log(f"training a joint {cfg.subword_model} vocabulary of {cfg.vocab_size:,}")
         tok = train_sentencepiece(_nonempty(both), tmp / "spm.model", **options)
         vocab = {
@@ -118,8 +120,10 @@ def _train_vocabularies(cfg, train_files, tmp: Path, log) -> tuple[Tokenizer, To
         return tok, tok, vocab
     log(f"training separate {cfg.subword_model} vocabularies of {cfg.vocab_size:,}")
     src_name, tgt_name = f"spm.{cfg.src_lang}.model", f"spm.{cfg.tgt_lang}.model"
-    src_tok = train_sentencepiece(_nonempty(read_lines(src_file)), tmp / src_name, **options)
-    tgt_tok = train_sentencepiece(_nonempty(read_lines(tgt_file)), tmp / tgt_name, **options)
+    limit = cfg.train_limit or None
+    src_lines, tgt_lines = islice(read_lines(src_file), limit), islice(read_lines(tgt_file), limit)
+    src_tok = train_sentencepiece(_nonempty(src_lines), tmp / src_name, **options)
+    tgt_tok = train_sentencepiece(_nonempty(tgt_lines), tmp / tgt_name, **options)
     vocab = {
         "joint": False,
         "files": {"src": src_name, "tgt": tgt_name},
@@ -143,6 +147,8 @@ def _encode_split(cfg, name, src_file, tgt_file, src_tok, tgt_tok, tmp, dtype, *
     pair_stats = PairStats()
     empty = cfg.empty_lines if train else "keep"
     pairs = read_parallel(src_file, tgt_file, stats=pair_stats, empty=empty)
+    if train and cfg.train_limit:
+        pairs = islice(pairs, cfg.train_limit)
     src_out = IndexedWriter(tmp / f"{name}.src", dtype)
     tgt_out = IndexedWriter(tmp / f"{name}.tgt", dtype)
     while chunk := list(islice(pairs, CHUNK)):

@@ -1,0 +1,267 @@
+"""Training-step throughput, side by side: aiayn vs torch.nn.Transformer vs HF Marian.
+
+    python bench/train.py [--sizes tiny base] [--steps 8]
+
+Target tokens per second of a full training step (forward, backward, Adam step) on batches
+shaped like Multi30k (146 sentence pairs of 12-16 tokens, ~2.1k target tokens, vocabulary
+10,000), at the same dimensions for every system. Each measurement runs in its own process,
+so that allocator settings cannot leak from one system to another; the allocator is named
+in every row. "default" is glibc malloc as it comes; "tuned" is what aiayn sets up itself
+(mallopt: no mmap, no trim). Medians over the timed steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SIZES = {
+    "tiny": dict(d_model=128, n_heads=4, d_ff=256, layers=4),
+    "base": dict(d_model=512, n_heads=8, d_ff=2048, layers=6),
+}
+VOCAB = 10_000
+RUNS = [  # (system, precision, allocator)
+    ("aiayn", "fp32", "tuned"),
+    ("aiayn", "bf16", "tuned"),
+    ("aiayn", "bf16", "default"),
+    ("nn.Transformer", "fp32", "default"),
+    ("nn.Transformer", "bf16", "default"),
+    ("nn.Transformer", "bf16", "tuned"),
+    ("HF Marian", "fp32", "default"),
+]
+
+
+def batch(seed: int = 0):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    n = 146
+    src_len = torch.randint(12, 17, (n,), generator=g)
+    tgt_len = torch.randint(12, 17, (n,), generator=g)
+    src = torch.zeros(n, 17, dtype=torch.long)
+    tgt = torch.zeros(n, 18, dtype=torch.long)
+    for i in range(n):
+        src[i, : src_len[i]] = torch.randint(4, VOCAB, (int(src_len[i]),), generator=g)
+        src[i, src_len[i]] = 3
+        tgt[i, 0] = 2
+        tgt[i, 1 : tgt_len[i] + 1] = torch.randint(4, VOCAB, (int(tgt_len[i]),), generator=g)
+        tgt[i, tgt_len[i] + 1] = 3
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def aiayn_step(size):
+    from aiayn.config import ModelConfig
+    from aiayn.models import build_model
+    from aiayn.train.tasks import TranslationLoss
+
+    s = SIZES[size]
+    cfg = ModelConfig(
+        d_model=s["d_model"],
+        n_heads=s["n_heads"],
+        d_ff=s["d_ff"],
+        n_encoder_layers=s["layers"],
+        n_decoder_layers=s["layers"],
+        dropout=0.1,
+    )
+    model = build_model(cfg.with_vocab(VOCAB))
+    loss_module = TranslationLoss(model, epsilon=0.1)
+
+    def loss(src, tgt_in, tgt_out):
+        value, _ = loss_module(src, tgt_in, tgt_out)
+        return value / (tgt_out != 0).sum()
+
+    return model, loss
+
+
+def torch_step(size):
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    s = SIZES[size]
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, s["d_model"], padding_idx=0)
+            self.pos = nn.Parameter(torch.randn(64, s["d_model"]) * 0.02)
+            self.core = nn.Transformer(
+                s["d_model"],
+                s["n_heads"],
+                s["layers"],
+                s["layers"],
+                s["d_ff"],
+                dropout=0.1,
+                batch_first=True,
+            )
+            self.out = nn.Linear(s["d_model"], VOCAB, bias=False)
+            self.out.weight = self.embed.weight
+
+        def forward(self, src, tgt):
+            scale = s["d_model"] ** 0.5
+            x = self.embed(src) * scale + self.pos[: src.size(1)]
+            y = self.embed(tgt) * scale + self.pos[: tgt.size(1)]
+            causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1))
+            h = self.core(
+                x,
+                y,
+                tgt_mask=causal,
+                src_key_padding_mask=src == 0,
+                tgt_key_padding_mask=tgt == 0,
+                memory_key_padding_mask=src == 0,
+                tgt_is_causal=True,
+            )
+            return self.out(h)
+
+    model = Model()
+
+    def loss(src, tgt_in, tgt_out):
+        logits = model(src, tgt_in)
+        return F.cross_entropy(
+            logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0, label_smoothing=0.1
+        )
+
+    return model, loss
+
+
+def marian_step(size):
+    from transformers import MarianConfig, MarianMTModel
+
+    s = SIZES[size]
+    cfg = MarianConfig(
+        vocab_size=VOCAB,
+        d_model=s["d_model"],
+        encoder_layers=s["layers"],
+        decoder_layers=s["layers"],
+        encoder_attention_heads=s["n_heads"],
+        decoder_attention_heads=s["n_heads"],
+        encoder_ffn_dim=s["d_ff"],
+        decoder_ffn_dim=s["d_ff"],
+        max_position_embeddings=128,
+        pad_token_id=0,
+        decoder_start_token_id=2,
+        eos_token_id=3,
+        dropout=0.1,
+        activation_function="relu",
+    )
+    model = MarianMTModel(cfg)
+
+    def loss(src, tgt_in, tgt_out):
+        import torch.nn.functional as F
+
+        logits = model(
+            input_ids=src,
+            attention_mask=src != 0,
+            decoder_input_ids=tgt_in,
+            decoder_attention_mask=tgt_in != 0,
+        ).logits
+        return F.cross_entropy(
+            logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0, label_smoothing=0.1
+        )
+
+    return model, loss
+
+
+BUILDERS = {"aiayn": aiayn_step, "nn.Transformer": torch_step, "HF Marian": marian_step}
+
+
+def worker(system: str, size: str, precision: str, steps: int) -> dict:
+    import contextlib
+
+    import torch
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    model, loss_fn = BUILDERS[system](size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    src, tgt_in, tgt_out = batch()
+    tokens = int((tgt_out != 0).sum())
+    times = []
+    for step in range(steps + 2):  # two warm-up steps
+        autocast = (
+            torch.autocast("cpu", dtype=torch.bfloat16)
+            if precision == "bf16"
+            else contextlib.nullcontext()
+        )
+        begin = time.perf_counter()
+        with autocast:
+            loss = loss_fn(src, tgt_in, tgt_out)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= 2:
+            times.append(time.perf_counter() - begin)
+    return {"tokens_per_s": tokens / statistics.median(times), "tokens": tokens}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=list(SIZES))
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "PRECISION", "ALLOC"))
+    args = parser.parse_args()
+    if args.worker:
+        system, size, precision, allocator = args.worker
+        if allocator == "tuned":
+            from aiayn.runtime import tune_allocator
+
+            tune_allocator()
+        print(json.dumps(worker(system, size, precision, args.steps)))
+        return
+    for size in args.sizes:
+        steps = args.steps if size == "tiny" else max(3, args.steps // 2)
+        print(f"\n{size}: target tokens/s of a training step (median of {steps}, 2 threads)")
+        print(f"  {'system':16} {'precision':9} {'allocator':9} {'tok/s':>9} {'vs nn.T fp32':>12}")
+        results = {}
+        for system, precision, allocator in RUNS:
+            env = {**os.environ, "AIAYN_MALLOC": allocator}
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--steps",
+                    str(steps),
+                    "--worker",
+                    system,
+                    size,
+                    precision,
+                    allocator,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            if proc.returncode != 0:
+                reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "?"
+                print(f"  {system:16} {precision:9} {allocator:9} {'failed':>9}  ({reason})")
+                continue
+            results[(system, precision, allocator)] = json.loads(proc.stdout)["tokens_per_s"]
+            base = results.get(("nn.Transformer", "fp32", "default"))
+            value = results[(system, precision, allocator)]
+            ratio = f"{value / base:.2f}x" if base else ""
+            print(
+                f"  {system:16} {precision:9} {allocator:9} {value:>9,.0f} {ratio:>12}", flush=True
+            )
+        _summary(results)
+
+
+def _summary(results: dict) -> None:
+    ours = results.get(("aiayn", "bf16", "tuned"))
+    ref = results.get(("nn.Transformer", "fp32", "default"))
+    like = results.get(("nn.Transformer", "bf16", "tuned"))
+    if ours and ref:
+        print(
+            f"  out of the box (aiayn bf16 + its allocator vs nn.Transformer fp32, glibc): "
+            f"{ours / ref:.2f}x"
+        )
+    if ours and like:
+        print(f"  like for like (both bf16, both tuned allocator): {ours / like:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""A short run of the whole pipeline on a slice of the real Multi30k."""
+
+import json
+
+from aiayn.cli import format_results
+from aiayn.config import recipe_from_dict
+from aiayn.pipeline import run_pipeline
+
+
+def _smoke_recipe(tmp_path):
+    return recipe_from_dict({
+        "pipeline": {"test_splits": ["test_2016_flickr"], "test_limit": 60, "beam": 2,
+                     "average_last": 2, "examples": 2},
+        "prepare": {"vocab_size": 700, "train_limit": 800},
+        "model": {"d_model": 64, "n_heads": 4, "d_ff": 128, "n_encoder_layers": 2,
+                  "n_decoder_layers": 2, "dropout": 0.1},
+        "data": {"max_tokens": 1024},
+        "optim": {"schedule": "inverse_sqrt", "lr": 0.003, "warmup_steps": 30},
+        "run": {"max_updates": 90, "save_every": 30, "valid_every": 45, "log_every": 30,
+                "precision": "bf16"},
+    })
+
+
+def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
+    recipe = _smoke_recipe(tmp_path)
+    result = run_pipeline(recipe, tmp_path / "work", corpus_from=multi30k_dir, log=lambda _: None)
+    work = tmp_path / "work"
+    assert (work / "multi30k" / "tok" / "train.lc.norm.tok.de.gz").is_file()
+    manifest = json.loads((work / "data" / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["pairs"] == 800 and manifest["pretokenized"]
+    assert len(list((work / "run" / "checkpoints").iterdir())) == 3
+    assert (work / "model" / "model.safetensors").is_file()
+    hyps = (work / "results" / "test_2016_flickr.de.hyp").read_text().splitlines()
+    assert len(hyps) == 60
+    [test] = result.tests
+    assert test.bleu > 0 and "tok:none" in test.bleu_signature
+    assert json.loads((work / "results.json").read_text())["updates"] == 90
+    table = format_results(result, recipe)
+    assert "| test_2016_flickr |" in table and "tokens/s" in table
+
+    again = run_pipeline(recipe, work, corpus_from=multi30k_dir, log=lambda _: None)
+    assert again.updates == 90  # a finished run is reused, not retrained
