@@ -8,17 +8,35 @@ from aiayn.pipeline import run_pipeline
 
 
 def _smoke_recipe(tmp_path):
-    return recipe_from_dict({
-        "pipeline": {"test_splits": ["test_2016_flickr"], "test_limit": 60, "beam": 2,
-                     "average_last": 2, "examples": 2},
-        "prepare": {"vocab_size": 700, "train_limit": 800},
-        "model": {"d_model": 64, "n_heads": 4, "d_ff": 128, "n_encoder_layers": 2,
-                  "n_decoder_layers": 2, "dropout": 0.1},
-        "data": {"max_tokens": 1024},
-        "optim": {"schedule": "inverse_sqrt", "lr": 0.003, "warmup_steps": 30},
-        "run": {"max_updates": 90, "save_every": 30, "valid_every": 45, "log_every": 30,
-                "precision": "bf16"},
-    })
+    return recipe_from_dict(
+        {
+            "pipeline": {
+                "test_splits": ["test_2016_flickr"],
+                "test_limit": 60,
+                "beam": 2,
+                "average_last": 2,
+                "examples": 2,
+            },
+            "prepare": {"vocab_size": 700, "train_limit": 800},
+            "model": {
+                "d_model": 64,
+                "n_heads": 4,
+                "d_ff": 128,
+                "n_encoder_layers": 2,
+                "n_decoder_layers": 2,
+                "dropout": 0.1,
+            },
+            "data": {"max_tokens": 1024},
+            "optim": {"schedule": "inverse_sqrt", "lr": 0.003, "warmup_steps": 30},
+            "run": {
+                "max_updates": 90,
+                "save_every": 30,
+                "valid_every": 45,
+                "log_every": 30,
+                "precision": "bf16",
+            },
+        }
+    )
 
 
 def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):

@@ -192,3 +192,19 @@ def test_tiny_model_learns_the_copy_task():
     spec.loader.exec_module(copy_task)
     accuracy, _, _ = copy_task.evaluate(copy_task.train(log_every=0))
     assert accuracy >= 0.98, accuracy
+
+
+def test_query_key_value_init_has_the_fairseq_bound():
+    model = build_model(model_preset("tiny").with_vocab(100))
+    bound = (3 / (2 * 128)) ** 0.5  # Xavier with gain 1/sqrt(2) on a (128, 128) block
+    layer = model.decoder.layers[0]
+    for weight in (
+        layer.self_attn.qkv_proj.weight,
+        layer.cross_attn.q_proj.weight,
+        layer.cross_attn.kv_proj.weight,
+    ):
+        assert weight.abs().max() <= bound
+        assert weight.abs().max() > 0.95 * bound
+    out_bound = (6 / (2 * 128)) ** 0.5  # W_O: plain Xavier
+    assert layer.self_attn.out_proj.weight.abs().max() > bound
+    assert layer.self_attn.out_proj.weight.abs().max() <= out_bound

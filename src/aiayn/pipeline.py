@@ -17,8 +17,7 @@ from pathlib import Path
 
 from aiayn.config import PrepareConfig, Recipe, config_to_dict
 from aiayn.data import prepare
-from aiayn.data.binarize import MANIFEST
-from aiayn.data.corpus import read_lines
+from aiayn.data.corpus import MANIFEST, read_lines
 from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import corpus_scores

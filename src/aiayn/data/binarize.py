@@ -16,11 +16,10 @@ from itertools import islice
 from pathlib import Path
 
 from aiayn.config import PrepareConfig, config_to_dict
-from aiayn.data.corpus import CorpusError, PairStats, read_lines, read_parallel
+from aiayn.data.corpus import MANIFEST, CorpusError, PairStats, read_lines, read_parallel
 from aiayn.data.indexed import IndexedWriter, sha256_file, token_dtype
 from aiayn.data.tokenizer import Tokenizer, train_sentencepiece
 
-MANIFEST = "manifest.json"
 FORMAT = "aiayn-parallel-dataset"
 CHUNK = 10_000  # sentences encoded at a time
 

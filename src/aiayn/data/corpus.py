@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -101,3 +102,17 @@ def read_parallel(
             continue
         stats.pairs += 1
         yield src, tgt
+
+
+MANIFEST = "manifest.json"
+
+
+def read_manifest(directory: Path, *, expected_format: str, description: str) -> dict:
+    """The JSON manifest of a prepared dataset directory, checked for its format."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        raise CorpusError(f"{directory}: not a prepared {description} (no {MANIFEST})")
+    manifest = json.loads(path.read_text())
+    if manifest.get("format") != expected_format:
+        raise CorpusError(f"{path}: not an aiayn {description} manifest")
+    return manifest

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiayn.data.binarize import FORMAT, MANIFEST
-from aiayn.data.corpus import CorpusError
+from aiayn.data.binarize import FORMAT
+from aiayn.data.corpus import MANIFEST, CorpusError, read_manifest
 from aiayn.data.indexed import IndexedDataset, sha256_file
 from aiayn.data.tokenizer import SentencePieceTokenizer, Tokenizer
 
@@ -53,12 +52,7 @@ class ParallelData:
 def load_prepared(directory: str | Path) -> ParallelData:
     """Open a directory written by ``aiayn prepare``; nothing is read into memory."""
     directory = Path(directory)
-    path = directory / MANIFEST
-    if not path.is_file():
-        raise CorpusError(f"{directory}: not a prepared dataset (no {MANIFEST}); run aiayn prepare")
-    manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT:
-        raise CorpusError(f"{path}: not an aiayn parallel dataset manifest")
+    manifest = read_manifest(directory, expected_format=FORMAT, description="parallel dataset")
     files = manifest["vocab"]["files"]
     src_tok = SentencePieceTokenizer(directory / files["src"])
     tgt_tok = (

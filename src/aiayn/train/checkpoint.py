@@ -18,11 +18,10 @@ from typing import Any
 import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
-from safetensors.torch import load_model as load_safetensors_into
 from torch import nn
 
 from aiayn.config import ModelConfig
-from aiayn.models.io import WEIGHTS_FILE, ModelLoadError, load_model, save_model
+from aiayn.models.io import WEIGHTS_FILE, ModelLoadError, load_model, load_weights, save_model
 
 CHECKPOINTS = "checkpoints"
 OPTIMIZER_FILE = "optimizer.safetensors"
@@ -84,15 +83,7 @@ def load_checkpoint(
 ) -> dict[str, Any]:
     """Restore model and optimiser from a checkpoint; return its trainer state."""
     path = Path(path)
-    try:
-        missing, unexpected = load_safetensors_into(model, str(path / WEIGHTS_FILE), strict=False)
-    except RuntimeError as e:
-        raise ModelLoadError(f"{path}: the checkpoint does not fit this model: {e}") from None
-    if missing or unexpected:
-        raise ModelLoadError(
-            f"{path}: the checkpoint does not fit this model "
-            f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})"
-        )
+    load_weights(model, path / WEIGHTS_FILE)
     tensors = load_file(str(path / OPTIMIZER_FILE))
     with safe_open(str(path / OPTIMIZER_FILE), framework="pt") as f:
         meta = json.loads(f.metadata()["meta"])
