@@ -13,17 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 
-SIZES = {
-    "tiny": dict(d_model=128, n_heads=4, d_ff=256, layers=4),
-    "base": dict(d_model=512, n_heads=8, d_ff=2048, layers=6),
-}
-VOCAB, SENTENCES, SRC_LEN, STEPS = 10_000, 64, 15, 40
+from common import SIZES, VOCAB, measure_in_subprocess, set_up_allocator
+
+SENTENCES, SRC_LEN, STEPS = 64, 15, 40
 RUNS = [  # (system, search, allocator)
     ("aiayn", "greedy", "tuned"),
     ("aiayn", "beam5", "tuned"),
@@ -155,10 +150,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         system, size, search, allocator = args.worker
-        if allocator == "tuned":
-            from aiayn.runtime import tune_allocator
-
-            tune_allocator()
+        set_up_allocator(allocator)
         print(json.dumps(worker(system, size, search, args.repeats)))
         return
     for size in args.sizes:
@@ -168,28 +160,16 @@ def main() -> None:
         for system, search, allocator in RUNS:
             if system == "no-cache loop" and size == "base":
                 continue
-            env = {**os.environ, "AIAYN_MALLOC": allocator}
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--repeats",
-                    str(args.repeats),
-                    "--worker",
-                    system,
-                    size,
-                    search,
-                    allocator,
-                ],
-                capture_output=True,
-                text=True,
-                env=env,
+            measured = measure_in_subprocess(
+                __file__,
+                [system, size, search, allocator],
+                allocator,
+                ["--repeats", str(args.repeats)],
             )
-            if proc.returncode != 0:
-                reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "?"
-                print(f"  {system:14} {search:7} {allocator:9} {'failed':>8}  ({reason})")
+            if isinstance(measured, str):
+                print(f"  {system:14} {search:7} {allocator:9} {'failed':>8}  ({measured})")
                 continue
-            value = json.loads(proc.stdout)["sentences_per_s"]
+            value = measured["sentences_per_s"]
             results[(system, search)] = value
             hf = results.get(("HF Marian", search))
             ratio = f"{value / hf:.2f}x" if hf and system != "HF Marian" else ""

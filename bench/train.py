@@ -14,17 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 
-SIZES = {
-    "tiny": dict(d_model=128, n_heads=4, d_ff=256, layers=4),
-    "base": dict(d_model=512, n_heads=8, d_ff=2048, layers=6),
-}
-VOCAB = 10_000
+from common import SIZES, VOCAB, measure_in_subprocess, set_up_allocator
+
 RUNS = [  # (system, precision, allocator)
     ("aiayn", "fp32", "tuned"),
     ("aiayn", "bf16", "tuned"),
@@ -207,10 +201,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         system, size, precision, allocator = args.worker
-        if allocator == "tuned":
-            from aiayn.runtime import tune_allocator
-
-            tune_allocator()
+        set_up_allocator(allocator)
         print(json.dumps(worker(system, size, precision, args.steps)))
         return
     for size in args.sizes:
@@ -219,28 +210,13 @@ def main() -> None:
         print(f"  {'system':16} {'precision':9} {'allocator':9} {'tok/s':>9} {'vs nn.T fp32':>12}")
         results = {}
         for system, precision, allocator in RUNS:
-            env = {**os.environ, "AIAYN_MALLOC": allocator}
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--steps",
-                    str(steps),
-                    "--worker",
-                    system,
-                    size,
-                    precision,
-                    allocator,
-                ],
-                capture_output=True,
-                text=True,
-                env=env,
+            measured = measure_in_subprocess(
+                __file__, [system, size, precision, allocator], allocator, ["--steps", str(steps)]
             )
-            if proc.returncode != 0:
-                reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "?"
-                print(f"  {system:16} {precision:9} {allocator:9} {'failed':>9}  ({reason})")
+            if isinstance(measured, str):
+                print(f"  {system:16} {precision:9} {allocator:9} {'failed':>9}  ({measured})")
                 continue
-            results[(system, precision, allocator)] = json.loads(proc.stdout)["tokens_per_s"]
+            results[(system, precision, allocator)] = measured["tokens_per_s"]
             base = results.get(("nn.Transformer", "fp32", "default"))
             value = results[(system, precision, allocator)]
             ratio = f"{value / base:.2f}x" if base else ""
