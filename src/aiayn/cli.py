@@ -406,9 +406,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         state = trainer.train()
     except (ConfigError, CorpusError, ModelLoadError, TrainingError) as e:
         raise UserError(str(e)) from None
+    if state.best_valid is None:
+        best = "no validation"
+    elif cfg.run.valid_bleu:
+        best = f"best validation BLEU {-state.best_valid:.2f}"
+    else:
+        best = f"best validation NLL {state.best_valid:.3f}"
     trainer.log(
         f"done: {state.update} updates, {state.tokens:,} target tokens, "
-        f"{state.train_seconds:.0f}s training; best valid nll {state.best_valid:.3f}"
+        f"{state.train_seconds:.0f}s training; {best}"
     )
     return 0
 
