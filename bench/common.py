@@ -37,3 +37,27 @@ def set_up_allocator(allocator: str) -> None:
         from aiayn.runtime import tune_allocator
 
         tune_allocator()
+
+
+def marian_model(size: str, *, dropout: float = 0.1):
+    """A Hugging Face MarianMTModel with aiayn's dimensions and special ids (random weights)."""
+    from transformers import MarianConfig, MarianMTModel
+
+    s = SIZES[size]
+    cfg = MarianConfig(
+        vocab_size=VOCAB,
+        d_model=s["d_model"],
+        encoder_layers=s["layers"],
+        decoder_layers=s["layers"],
+        encoder_attention_heads=s["n_heads"],
+        decoder_attention_heads=s["n_heads"],
+        encoder_ffn_dim=s["d_ff"],
+        decoder_ffn_dim=s["d_ff"],
+        max_position_embeddings=128,
+        pad_token_id=0,
+        decoder_start_token_id=2,
+        eos_token_id=3,
+        dropout=dropout,
+        activation_function="relu",
+    )
+    return MarianMTModel(cfg)

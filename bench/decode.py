@@ -16,7 +16,7 @@ import json
 import statistics
 import time
 
-from common import SIZES, VOCAB, measure_in_subprocess, set_up_allocator
+from common import SIZES, VOCAB, marian_model, measure_in_subprocess, set_up_allocator
 
 SENTENCES, SRC_LEN, STEPS = 64, 15, 40
 RUNS = [  # (system, search, allocator)
@@ -88,25 +88,8 @@ def aiayn_runner(size: str, search: str, cached: bool):
 
 def marian_runner(size: str, search: str):
     import torch
-    from transformers import MarianConfig, MarianMTModel
 
-    s = SIZES[size]
-    cfg = MarianConfig(
-        vocab_size=VOCAB,
-        d_model=s["d_model"],
-        encoder_layers=s["layers"],
-        decoder_layers=s["layers"],
-        encoder_attention_heads=s["n_heads"],
-        decoder_attention_heads=s["n_heads"],
-        encoder_ffn_dim=s["d_ff"],
-        decoder_ffn_dim=s["d_ff"],
-        max_position_embeddings=128,
-        pad_token_id=0,
-        decoder_start_token_id=2,
-        eos_token_id=3,
-        activation_function="relu",
-    )
-    model = MarianMTModel(cfg).eval()
+    model = marian_model(size).eval()
     src = source()
     beams = 1 if search == "greedy" else 5
 

@@ -17,7 +17,7 @@ import json
 import statistics
 import time
 
-from common import SIZES, VOCAB, measure_in_subprocess, set_up_allocator
+from common import SIZES, VOCAB, marian_model, measure_in_subprocess, set_up_allocator
 
 RUNS = [  # (system, precision, allocator)
     ("aiayn", "fp32", "tuned"),
@@ -124,26 +124,7 @@ def torch_step(size):
 
 
 def marian_step(size):
-    from transformers import MarianConfig, MarianMTModel
-
-    s = SIZES[size]
-    cfg = MarianConfig(
-        vocab_size=VOCAB,
-        d_model=s["d_model"],
-        encoder_layers=s["layers"],
-        decoder_layers=s["layers"],
-        encoder_attention_heads=s["n_heads"],
-        decoder_attention_heads=s["n_heads"],
-        encoder_ffn_dim=s["d_ff"],
-        decoder_ffn_dim=s["d_ff"],
-        max_position_embeddings=128,
-        pad_token_id=0,
-        decoder_start_token_id=2,
-        eos_token_id=3,
-        dropout=0.1,
-        activation_function="relu",
-    )
-    model = MarianMTModel(cfg)
+    model = marian_model(size)
 
     def loss(src, tgt_in, tgt_out):
         import torch.nn.functional as F
