@@ -17,11 +17,13 @@ VOCAB = 10_000
 def measure_in_subprocess(
     script: str, worker_args: list[str], allocator: str, options: list[str]
 ) -> dict | str:
-    """Run ``script --worker ...`` with the allocator set up as asked; its JSON result, or
-    the last line of its error output."""
+    """Run ``script OPTIONS --worker WORKER_ARGS`` (no ``--worker`` when WORKER_ARGS is
+    empty) with the allocator set up as asked; its JSON result, or the last line of its
+    error output."""
     env = {**os.environ, "AIAYN_MALLOC": allocator}
+    worker = ["--worker", *worker_args] if worker_args else []
     proc = subprocess.run(
-        [sys.executable, script, *options, "--worker", *worker_args],
+        [sys.executable, script, *options, *worker],
         capture_output=True,
         text=True,
         env=env,

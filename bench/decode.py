@@ -1,4 +1,5 @@
-"""Decoding speed, side by side: aiayn (KV cache) vs Hugging Face Marian vs a no-cache loop.
+"""Decoding speed, side by side: aiayn (KV cache), Hugging Face Marian, CTranslate2 and a
+no-cache loop.
 
     python bench/decode.py [--sizes tiny base] [--repeats 3]
 
@@ -6,7 +7,9 @@ Sentences per second for greedy search and beam 5 on a batch of 64 sentences of 
 tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is held back
 until the last step), random weights of the same dimensions, vocabulary 10,000, 2 threads.
 Each system runs in its own process; the allocator is named in every row. Medians.
-CTranslate2 is not measured here yet (its converter needs a Marian export of the model).
+CTranslate2 (``pip install ctranslate2``) decodes aiayn's own weights, exported by
+``ct2_export.py``; its greedy output is checked against aiayn's, token for token. Its process
+never imports torch.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 from common import SIZES, VOCAB, marian_model, measure_in_subprocess, set_up_allocator
 
@@ -25,6 +30,10 @@ RUNS = [  # (system, search, allocator)
     ("aiayn", "beam5", "default"),
     ("HF Marian", "greedy", "default"),
     ("HF Marian", "beam5", "default"),
+    ("CTranslate2 float32", "greedy", "default"),
+    ("CTranslate2 float32", "beam5", "default"),
+    ("CTranslate2 int8", "greedy", "default"),
+    ("CTranslate2 int8", "beam5", "default"),
     ("no-cache loop", "greedy", "tuned"),
 ]
 
@@ -56,12 +65,11 @@ class HoldEOS:
         return self.inner.reorder(state, index)
 
 
-def aiayn_runner(size: str, search: str, cached: bool):
+def aiayn_model(size: str):
+    """The random-weight model every aiayn row and the CTranslate2 export use (seed 0)."""
     import torch
 
     from aiayn.config import ModelConfig
-    from aiayn.decode import TransformerStepper, beam_search, greedy_search
-    from aiayn.decode.stepper import UncachedTransformerStepper
     from aiayn.models import build_model
 
     s = SIZES[size]
@@ -72,7 +80,17 @@ def aiayn_runner(size: str, search: str, cached: bool):
         n_encoder_layers=s["layers"],
         n_decoder_layers=s["layers"],
     )
-    model = build_model(cfg.with_vocab(VOCAB)).eval()
+    torch.manual_seed(0)
+    return build_model(cfg.with_vocab(VOCAB)).eval()
+
+
+def aiayn_runner(size: str, search: str, cached: bool):
+    import torch
+
+    from aiayn.decode import TransformerStepper, beam_search, greedy_search
+    from aiayn.decode.stepper import UncachedTransformerStepper
+
+    model = aiayn_model(size)
     stepper = HoldEOS(TransformerStepper(model) if cached else UncachedTransformerStepper(model))
     src = source()
 
@@ -107,22 +125,77 @@ def marian_runner(size: str, search: str):
     return run
 
 
-def worker(system: str, size: str, search: str, repeats: int) -> dict:
+def export_for_ct2(size: str, directory: str) -> dict:
+    """Export the aiayn model to ``directory``, with the source batch and aiayn's greedy output."""
     import torch
+    from ct2_export import export
+
+    from aiayn.decode import TransformerStepper, greedy_search
 
     torch.set_num_threads(2)
-    torch.manual_seed(0)
-    if system == "HF Marian":
-        run = marian_runner(size, search)
+    model = aiayn_model(size)
+    export(model, directory)
+    src = source()
+    with torch.inference_mode():
+        out = greedy_search(HoldEOS(TransformerStepper(model)), src, max_len=STEPS)  # (B, T)
+    reference = {"source": src.tolist(), "aiayn_greedy": out[:, : STEPS - 1].tolist()}
+    Path(directory, "reference.json").write_text(json.dumps(reference))
+    return {"exported": directory}
+
+
+def ct2_runner(search: str, compute_type: str, directory: str):
+    """CTranslate2 on the exported model; returns the run and a check of its greedy output."""
+    import ctranslate2
+    from ct2_export import vocab_tokens
+
+    reference = json.loads(Path(directory, "reference.json").read_text())
+    vocab = vocab_tokens(VOCAB)
+    batch = [[vocab[i] for i in row] for row in reference["source"]]
+    translator = ctranslate2.Translator(
+        directory, device="cpu", compute_type=compute_type, inter_threads=1, intra_threads=2
+    )
+    options = dict(
+        beam_size=1 if search == "greedy" else 5,
+        min_decoding_length=STEPS,
+        max_decoding_length=STEPS,
+        max_batch_size=SENTENCES,
+    )
+
+    def run():
+        return translator.translate_batch(batch, **options)
+
+    def agreement() -> float:
+        """The share of sentences whose first STEPS - 1 tokens equal aiayn's greedy ones."""
+        results = translator.translate_batch(batch, **{**options, "beam_size": 1})
+        ours = [[vocab[i] for i in row] for row in reference["aiayn_greedy"]]
+        same = [r.hypotheses[0][: STEPS - 1] == o for r, o in zip(results, ours, strict=True)]
+        return sum(same) / len(same)
+
+    return run, agreement
+
+
+def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | None) -> dict:
+    extra = {}
+    if system.startswith("CTranslate2"):
+        run, agreement = ct2_runner(search, system.split()[1], ct2_dir)
+        if search == "greedy":
+            extra["same_as_aiayn"] = agreement()
     else:
-        run = aiayn_runner(size, search, cached=system == "aiayn")
+        import torch
+
+        torch.set_num_threads(2)
+        if system == "HF Marian":
+            torch.manual_seed(0)
+            run = marian_runner(size, search)
+        else:
+            run = aiayn_runner(size, search, cached=system == "aiayn")
     run()  # warm-up
     times = []
     for _ in range(repeats):
         begin = time.perf_counter()
         run()
         times.append(time.perf_counter() - begin)
-    return {"sentences_per_s": SENTENCES / statistics.median(times)}
+    return {"sentences_per_s": SENTENCES / statistics.median(times), **extra}
 
 
 def main() -> None:
@@ -130,37 +203,53 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=list(SIZES))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
+    parser.add_argument("--export", nargs=2, metavar=("SIZE", "DIR"))
+    parser.add_argument("--ct2-dir")
     args = parser.parse_args()
-    if args.worker:
+    if args.export:
+        print(json.dumps(export_for_ct2(*args.export)))
+    elif args.worker:
         system, size, search, allocator = args.worker
         set_up_allocator(allocator)
-        print(json.dumps(worker(system, size, search, args.repeats)))
-        return
-    for size in args.sizes:
-        print(f"\n{size}: sentences/s, {SENTENCES} sentences, {STEPS} steps, 2 threads")
-        print(f"  {'system':14} {'search':7} {'allocator':9} {'sent/s':>8} {'vs HF':>7}")
-        results = {}
-        for system, search, allocator in RUNS:
-            if system == "no-cache loop" and size == "base":
-                continue
-            measured = measure_in_subprocess(
-                __file__,
-                [system, size, search, allocator],
-                allocator,
-                ["--repeats", str(args.repeats)],
-            )
-            if isinstance(measured, str):
-                print(f"  {system:14} {search:7} {allocator:9} {'failed':>8}  ({measured})")
-                continue
-            value = measured["sentences_per_s"]
-            results[(system, search)] = value
-            hf = results.get(("HF Marian", search))
-            ratio = f"{value / hf:.2f}x" if hf and system != "HF Marian" else ""
-            print(f"  {system:14} {search:7} {allocator:9} {value:>8.1f} {ratio:>7}", flush=True)
-        for search in ("greedy", "beam5"):
-            ours, hf = results.get(("aiayn", search)), results.get(("HF Marian", search))
-            if ours and hf:
-                print(f"  aiayn / HF Marian, {search}: {ours / hf:.2f}x")
+        print(json.dumps(worker(system, size, search, args.repeats, args.ct2_dir)))
+    else:
+        for size in args.sizes:
+            with tempfile.TemporaryDirectory() as ct2_dir:
+                bench_size(size, args.repeats, ct2_dir)
+
+
+def bench_size(size: str, repeats: int, ct2_dir: str) -> None:
+    print(f"\n{size}: sentences/s, {SENTENCES} sentences, {STEPS} steps, 2 threads")
+    exported = measure_in_subprocess(__file__, [], "tuned", ["--export", size, ct2_dir])
+    if isinstance(exported, str):
+        print(f"  CTranslate2 export failed: {exported}")
+    print(f"  {'system':20} {'search':7} {'allocator':9} {'sent/s':>8}")
+    results = {}
+    for system, search, allocator in RUNS:
+        if system == "no-cache loop" and size == "base":
+            continue
+        if system.startswith("CTranslate2") and isinstance(exported, str):
+            continue
+        measured = measure_in_subprocess(
+            __file__,
+            [system, size, search, allocator],
+            allocator,
+            ["--repeats", str(repeats), "--ct2-dir", ct2_dir],
+        )
+        if isinstance(measured, str):
+            print(f"  {system:20} {search:7} {allocator:9} {'failed':>8}  ({measured})")
+            continue
+        results.setdefault((system, search), measured["sentences_per_s"])
+        check = measured.get("same_as_aiayn")
+        note = f"  greedy output equal to aiayn's: {check:.0%} of sentences" if check else ""
+        value = measured["sentences_per_s"]
+        print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
+    for search in ("greedy", "beam5"):
+        ours = results.get(("aiayn", search))
+        for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):
+            theirs = results.get((peer, search))
+            if ours and theirs:
+                print(f"  aiayn / {peer}, {search}: {ours / theirs:.2f}x")
 
 
 if __name__ == "__main__":

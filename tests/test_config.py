@@ -1,6 +1,13 @@
 import pytest
 
-from aiayn.config import ConfigError, ModelConfig, config_from_dict, config_to_dict, model_preset
+from aiayn.config import (
+    ConfigError,
+    ModelConfig,
+    config_from_dict,
+    config_to_dict,
+    load_toml,
+    model_preset,
+)
 
 
 def test_presets_have_the_paper_sizes():
@@ -56,3 +63,38 @@ def test_bad_values_are_clear_errors(values, message):
 
 def test_int_is_accepted_for_float():
     assert config_from_dict(ModelConfig, {"dropout": 0}).dropout == 0.0
+
+
+def test_extends_overrides_the_parent_key_by_key(tmp_path):
+    (tmp_path / "base.toml").write_text(
+        '[pipeline]\nsrc_lang = "en"\ntgt_lang = "de"\n[model]\npreset = "tiny"\n'
+    )
+    (tmp_path / "child.toml").write_text('extends = "base.toml"\n[pipeline]\ntgt_lang = "fr"\n')
+    values = load_toml(str(tmp_path / "child.toml"))
+    assert values == {"pipeline": {"src_lang": "en", "tgt_lang": "fr"}, "model": {"preset": "tiny"}}
+
+
+def test_extends_cycle_is_an_error(tmp_path):
+    (tmp_path / "a.toml").write_text('extends = "b.toml"\n')
+    (tmp_path / "b.toml").write_text('extends = "a.toml"\n')
+    with pytest.raises(ConfigError, match="cycle"):
+        load_toml(str(tmp_path / "a.toml"))
+
+
+def test_shipped_sibling_recipes_load():
+    from pathlib import Path
+
+    from aiayn.config import recipe_from_dict
+
+    configs = Path(__file__).parents[1] / "configs"
+    langs = {}
+    for path in sorted(configs.glob("multi30k_*.toml")):
+        recipe = recipe_from_dict(load_toml(str(path)), where=str(path))
+        langs[path.stem] = (
+            recipe.pipeline.src_lang,
+            recipe.pipeline.tgt_lang,
+            recipe.pipeline.text,
+        )
+    assert langs["multi30k_de_en_tiny"] == ("de", "en", "tok")
+    assert langs["multi30k_en_fr_tiny"] == ("en", "fr", "tok")
+    assert langs["multi30k_en_de_tiny_raw"] == ("en", "de", "raw")

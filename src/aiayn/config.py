@@ -7,6 +7,7 @@ package (and tools that only read configs) can depend on it.
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
 from dataclasses import dataclass
@@ -322,16 +323,42 @@ def apply_overrides(values: dict[str, Any], assignments: list[str]) -> dict[str,
     return values
 
 
-def load_toml(path: str) -> dict[str, Any]:
-    """Read a TOML file; syntax errors become ConfigErrors naming the file."""
+def load_toml(path: str, *, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Read a TOML file; syntax errors become ConfigErrors naming the file.
+
+    A top-level ``extends = "other.toml"`` (relative to this file) reads that file first;
+    this file's tables then override it key by key, so a sibling recipe states only what
+    differs.
+    """
     toml = _toml()
     try:
         with open(path, "rb") as f:
-            return toml.load(f)
+            values = toml.load(f)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except toml.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
+    parent = values.pop("extends", None)
+    if parent is None:
+        return values
+    if not isinstance(parent, str):
+        raise ConfigError(f"{path}: extends must be a file name, got {parent!r}")
+    parent_path = os.path.join(os.path.dirname(path), parent)
+    if os.path.realpath(parent_path) in _seen:
+        raise ConfigError(f"{path}: extends {parent} in a cycle")
+    base = load_toml(parent_path, _seen=(*_seen, os.path.realpath(path)))
+    return _merged(base, values)
+
+
+def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``override``'s keys set, recursing into tables present in both."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def _toml() -> Any:
