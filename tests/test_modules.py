@@ -12,6 +12,7 @@ from aiayn.modules import (
     scaled_dot_product_attention,
     sinusoid_table,
 )
+from aiayn.modules.kv_buffer import KeyValueBuffer
 from aiayn.modules.positional import SinusoidalConcatPositionalEncoding
 
 
@@ -56,12 +57,51 @@ def test_self_attention_with_past_equals_full_attention():
     torch.manual_seed(0)
     attn = SelfAttention(d_model=16, n_heads=4).eval()
     x = torch.randn(2, 5, 16)
-    full, _, (k, v) = attn(x, mask=masks.causal_mask(5))
+    full, _, kv = attn(x, mask=masks.causal_mask(5))
     head, _, past = attn(x[:, :3], mask=masks.causal_mask(3))
-    tail, _, (k2, v2) = attn(x[:, 3:], mask=masks.causal_mask(2, offset=3), past=past)
+    tail, _, kv2 = attn(x[:, 3:], mask=masks.causal_mask(2, offset=3), past=past)
     torch.testing.assert_close(torch.cat([head, tail], dim=1), full)
-    torch.testing.assert_close(k2, k)
-    torch.testing.assert_close(v2, v)
+    torch.testing.assert_close(kv2.keys, kv.keys)
+    torch.testing.assert_close(kv2.values, kv.values)
+
+
+def _positions(b: int, t: int, start: int = 0) -> torch.Tensor:
+    """(B, 1, T, 1) keys whose value is their batch row * 100 + position."""
+    rows = torch.arange(b)[:, None, None, None] * 100
+    return (rows + torch.arange(start, start + t)[None, None, :, None]).float()
+
+
+def test_key_value_buffer_grows_in_place_and_keeps_old_values_intact():
+    kv = KeyValueBuffer.wrap(_positions(2, 1), _positions(2, 1))
+    steps = [kv]
+    for t in range(1, 40):
+        steps.append(steps[-1].extended(_positions(2, 1, t), _positions(2, 1, t)))
+    last = steps[-1]
+    assert last.length == 40 and last.capacity >= 40
+    torch.testing.assert_close(last.keys, _positions(2, 40))
+    assert steps[-2].keys_buffer.data_ptr() == last.keys_buffer.data_ptr()  # no copy
+    torch.testing.assert_close(steps[10].values, _positions(2, 11))  # earlier views unchanged
+
+
+def test_key_value_buffer_branching_copies_instead_of_overwriting():
+    base = KeyValueBuffer.wrap(_positions(1, 3), _positions(1, 3)).extended(
+        _positions(1, 1, 3), _positions(1, 1, 3)
+    )
+    left = base.extended(torch.full((1, 1, 1, 1), -1.0), torch.full((1, 1, 1, 1), -1.0))
+    right = base.extended(torch.full((1, 1, 1, 1), -2.0), torch.full((1, 1, 1, 1), -2.0))
+    assert left.keys[0, 0, -1, 0] == -1 and right.keys[0, 0, -1, 0] == -2
+    torch.testing.assert_close(base.keys, _positions(1, 4))
+
+
+def test_key_value_buffer_select_picks_rows_and_keeps_capacity():
+    kv = KeyValueBuffer.wrap(_positions(3, 2), _positions(3, 2)).extended(
+        _positions(3, 1, 2), _positions(3, 1, 2)
+    )
+    picked = kv.select(torch.tensor([2, 2, 0]))
+    torch.testing.assert_close(picked.keys, _positions(3, 3)[[2, 2, 0]])
+    assert picked.capacity == kv.capacity
+    grown = picked.extended(_positions(3, 1, 3), _positions(3, 1, 3))
+    torch.testing.assert_close(grown.values[:, :, 3], _positions(3, 1, 3)[:, :, 0])
 
 
 @pytest.mark.parametrize("pos", [0, 1, 7, 50])

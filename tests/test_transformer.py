@@ -133,7 +133,7 @@ def test_cached_step_by_step_decoding_equals_full_prefix(overrides):
             steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
     assert cache.length == full_cache.length == 5
-    torch.testing.assert_close(cache.self_attn[0][0], full_cache.self_attn[0][0])
+    torch.testing.assert_close(cache.self_attn[0].keys, full_cache.self_attn[0].keys)
 
 
 def test_pre_norm_has_final_norms_and_post_norm_has_none():

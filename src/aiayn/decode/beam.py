@@ -75,11 +75,8 @@ def beam_search(
     row_base = (torch.arange(b, device=device) * k)[:, None]  # (B, 1)
     for step in range(longest):
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (N, V)
-        v = log_probs.size(-1)
         _restrict(log_probs, at_max=(step + 1 >= max_len).repeat_interleave(k))
-        candidates = (alive.view(-1, 1) + log_probs).view(b, k * v)  # (B, K·V)
-        top_logp, top_index = candidates.topk(2 * k, dim=1)  # (B, 2K)
-        top_beam, top_token = top_index // v, top_index % v  # (B, 2K) each
+        top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k)  # (B, 2K)
         is_eos = top_token == EOS_ID
         finished = is_eos & ~pool.done[:, None] & torch.isfinite(top_logp)
         if finished.any():
@@ -97,6 +94,23 @@ def beam_search(
         if pool.done.all():
             break
     return pool.results(nbest)
+
+
+def _best_extensions(log_probs: Tensor, alive: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The ``n`` best one-token extensions of each sentence's beams: their scores, beams and
+    tokens, (B, n) each. A sentence's n best are among each beam's own n best tokens, so the
+    full (B, K·V) table of candidates is never built.
+
+    Args:
+        log_probs: (N, V) next-token log-probabilities of the N = B·K beams.
+        alive: (B, K) log-probabilities of the beams so far (-inf for dead ones).
+    """
+    b, k = alive.shape
+    row_logp, row_token = log_probs.topk(n, dim=1)  # (N, n) each
+    candidates = (alive.view(-1, 1) + row_logp).view(b, k * n)  # (B, K·n)
+    top_logp, top_index = candidates.topk(n, dim=1)  # (B, n)
+    top_token = row_token.view(b, k * n).gather(1, top_index)  # (B, n)
+    return top_logp, top_index // n, top_token
 
 
 def _restrict(log_probs: Tensor, *, at_max: Tensor) -> None:

@@ -13,6 +13,7 @@ from aiayn import masks
 from aiayn.modules import DecoderLayer, EncoderLayer, KVCache, OutputProjection, TokenEmbedding
 from aiayn.modules.attention import KeyValue
 from aiayn.modules.dropout import Dropout
+from aiayn.modules.kv_buffer import KeyValueBuffer
 
 
 class Encoder(nn.Module):
@@ -39,7 +40,7 @@ class Encoder(nn.Module):
 
 class DecoderOutput(NamedTuple):
     x: Tensor  # (B, T, D)
-    self_kv: tuple[KeyValue, ...]  # per layer, (B, H, L+T, Dh) each
+    self_kv: tuple[KeyValueBuffer, ...]  # per layer, (B, H, L+T, Dh) each
     self_weights: list[Tensor]  # per layer, (B, H, T, L+T), when asked
     cross_weights: list[Tensor]  # per layer, (B, H, T, S), when asked
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.modules.dropout import dropout
+from aiayn.modules.kv_buffer import KeyValueBuffer
 
 KeyValue = tuple[Tensor, Tensor]  # (B, H, S, Dh) each
 
@@ -92,9 +93,9 @@ class SelfAttention(nn.Module):
         x: Tensor,
         *,
         mask: Tensor | None = None,
-        past: KeyValue | None = None,
+        past: KeyValueBuffer | None = None,
         need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None, KeyValue]:
+    ) -> tuple[Tensor, Tensor | None, KeyValueBuffer]:
         """Attend from ``x`` to itself (and to ``past`` keys/values).
 
         Args:
@@ -109,14 +110,12 @@ class SelfAttention(nn.Module):
         b, t, d = x.shape
         qkv = self.qkv_proj(x).view(b, t, 3, self.n_heads, d // self.n_heads)  # (B, T, 3, H, Dh)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 × (B, H, T, Dh)
-        if past is not None:
-            k = torch.cat([past[0], k], dim=2)  # (B, H, L+T, Dh)
-            v = torch.cat([past[1], v], dim=2)  # (B, H, L+T, Dh)
+        kv = KeyValueBuffer.wrap(k, v) if past is None else past.extended(k, v)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(
-            q, k, v, mask=mask, dropout_p=dropout_p, need_weights=need_weights
+            q, kv.keys, kv.values, mask=mask, dropout_p=dropout_p, need_weights=need_weights
         )
-        return self.out_proj(merge_heads(out)), weights, (k, v)
+        return self.out_proj(merge_heads(out)), weights, kv
 
 
 class CrossAttention(nn.Module):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from aiayn.modules.attention import KeyValue
+from aiayn.modules.kv_buffer import KeyValueBuffer
 
 
 @dataclass(frozen=True)
@@ -17,15 +18,15 @@ class KVCache:
     """Keys and values the decoder has already computed.
 
     Attributes:
-        self_attn: per decoder layer, self-attention keys and values (B, H, L, Dh), or None
-            before the first step.
+        self_attn: per decoder layer, self-attention keys and values (B, H, L, Dh) in
+            buffers with room for more positions, or None before the first step.
         cross_attn: per decoder layer, encoder–decoder keys and values (B, H, S, Dh),
             computed once from the encoder output; empty for a decoder-only model.
         length: L, the number of target positions already decoded; the next token's
             position is ``length``.
     """
 
-    self_attn: tuple[KeyValue | None, ...]
+    self_attn: tuple[KeyValueBuffer | None, ...]
     cross_attn: tuple[KeyValue, ...]
     length: int = 0
 
@@ -33,7 +34,7 @@ class KVCache:
     def empty(cls, n_layers: int, cross_attn: tuple[KeyValue, ...] = ()) -> KVCache:
         return cls(self_attn=(None,) * n_layers, cross_attn=cross_attn, length=0)
 
-    def advanced(self, self_attn: tuple[KeyValue, ...], steps: int) -> KVCache:
+    def advanced(self, self_attn: tuple[KeyValueBuffer, ...], steps: int) -> KVCache:
         """The cache after ``steps`` more positions, with the layers' extended keys/values."""
         return KVCache(self_attn=self_attn, cross_attn=self.cross_attn, length=self.length + steps)
 
@@ -44,17 +45,13 @@ class KVCache:
         encoder output; it passes ``cross_attention=False`` to leave those keys/values alone.
         """
 
-        def pick(kv: KeyValue | None) -> KeyValue | None:
-            if kv is None:
-                return None
+        def pick(kv: KeyValue) -> KeyValue:
             return kv[0].index_select(0, index), kv[1].index_select(0, index)
 
         return KVCache(
-            self_attn=tuple(pick(kv) for kv in self.self_attn),
+            self_attn=tuple(None if kv is None else kv.select(index) for kv in self.self_attn),
             cross_attn=(
-                tuple(pick(kv) for kv in self.cross_attn)  # type: ignore[misc]
-                if cross_attention
-                else self.cross_attn
+                tuple(pick(kv) for kv in self.cross_attn) if cross_attention else self.cross_attn
             ),
             length=self.length,
         )

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from aiayn.modules.attention import CrossAttention, KeyValue, SelfAttention
 from aiayn.modules.dropout import Dropout
 from aiayn.modules.feedforward import PositionwiseFeedForward
+from aiayn.modules.kv_buffer import KeyValueBuffer
 
 
 class SublayerConnection(nn.Module):
@@ -82,7 +83,7 @@ class EncoderLayer(nn.Module):
 
 class DecoderLayerOutput(NamedTuple):
     x: Tensor  # (B, T, D)
-    self_kv: KeyValue  # (B, H, L+T, Dh) each: the self-attention cache after this step
+    self_kv: KeyValueBuffer  # (B, H, L+T, Dh) each: the self-attention cache after this step
     self_weights: Tensor | None  # (B, H, T, L+T)
     cross_weights: Tensor | None  # (B, H, T, S)
 
@@ -134,7 +135,7 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None,
         memory_kv: KeyValue | None = None,
         cross_mask: Tensor | None = None,
-        past: KeyValue | None = None,
+        past: KeyValueBuffer | None = None,
         need_weights: bool = False,
     ) -> DecoderLayerOutput:
         """Run the layer on T new positions.
