@@ -61,8 +61,8 @@ class HoldEOS:
         log_probs[:, 3] -= 1e4
         return log_probs, state
 
-    def reorder(self, state, index):
-        return self.inner.reorder(state, index)
+    def reorder(self, state, index, *, sentences=None):
+        return self.inner.reorder(state, index, sentences=sentences)
 
 
 def aiayn_model(size: str):

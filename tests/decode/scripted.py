@@ -38,7 +38,7 @@ class ScriptedDecoder:
             rows.append(self._log_probs(self.scripts[sentence].get(prefix, {})))
         return torch.tensor(rows), new_state
 
-    def reorder(self, state, index):
+    def reorder(self, state, index, *, sentences=None):
         return [state[i] for i in index.tolist()]
 
     @staticmethod

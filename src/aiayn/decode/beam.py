@@ -2,9 +2,10 @@
 
 Every step is a handful of tensor operations over all sentences and beams at once: no loop
 over hypotheses. Finished hypotheses are kept aside in a per-sentence pool while the other
-beams continue; a sentence stops when no live beam can still beat its n-th best finished one.
+beams continue; a sentence stops when no live beam can still beat its n-th best finished one,
+and its rows leave the batch, so later steps only compute what can still change the result.
 
-Shapes: B sentences, K beam size, N = B·K rows, V vocabulary, L longest output.
+Shapes: B sentences, A ≤ B of them still decoding, K beam size, V vocabulary.
 """
 
 from __future__ import annotations
@@ -67,32 +68,43 @@ def beam_search(
     max_len = (src != PAD_ID).sum(dim=1) + max_len_b  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src, k)
-    tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=device)  # (N, 1)
-    alive = torch.full((b, k), NEG_INF, device=device)
+    active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
+    tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=device)  # (A·K, 1)
+    alive = torch.full((b, k), NEG_INF, device=device)  # (A, K)
     alive[:, 0] = 0.0  # one live beam at the start: the others would duplicate it
     pool = _Pool(b, k, longest + 2, device)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
-    row_base = (torch.arange(b, device=device) * k)[:, None]  # (B, 1)
     for step in range(longest):
-        log_probs, state = decoder.step(tokens[:, -1:], state)  # (N, V)
-        _restrict(log_probs, at_max=(step + 1 >= max_len).repeat_interleave(k))
-        top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k)  # (B, 2K)
+        a = len(active)
+        log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·K, V)
+        _restrict(log_probs, at_max=(step + 1 >= max_len[active]).repeat_interleave(k))
+        top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k)  # (A, 2K)
         is_eos = top_token == EOS_ID
-        finished = is_eos & ~pool.done[:, None] & torch.isfinite(top_logp)
+        finished = is_eos & torch.isfinite(top_logp)
         if finished.any():
-            prefixes = tokens.view(b, k, -1).gather(
+            prefixes = tokens.view(a, k, -1).gather(
                 1, top_beam[:, :, None].expand(-1, -1, tokens.size(1))
-            )  # (B, 2K, t+1)
-            pool.add(prefixes, top_logp, finished, length=step + 1, alpha=alpha)
-        alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (B, K) each
-        rows = (row_base + top_beam.gather(1, pick)).view(-1)  # (N,)
-        new_tokens = top_token.gather(1, pick).view(-1, 1)  # (N, 1)
-        tokens = torch.cat([tokens.index_select(0, rows), new_tokens], dim=1)  # (N, t+2)
-        state = decoder.reorder(state, rows)
-        bound = alive.max(dim=1).values / best_possible_lp  # (B,) best score still reachable
-        pool.done |= ~torch.isfinite(bound) | (pool.scores[:, nbest - 1] >= bound)
-        if pool.done.all():
+            )  # (A, 2K, t+1)
+            pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
+        alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
+        bound = alive.max(dim=1).values / best_possible_lp[active]  # (A,) best still reachable
+        done = ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)  # (A,)
+        if done.all():
             break
+        rows = top_beam.gather(1, pick) + k * torch.arange(a, device=device)[:, None]  # (A, K)
+        new_tokens = top_token.gather(1, pick)  # (A, K)
+        kept = None
+        if done.any():  # finished sentences leave the batch
+            kept = (~done).nonzero().squeeze(1)  # (A',)
+            active, alive, rows, new_tokens = (
+                active[kept],
+                alive[kept],
+                rows[kept],
+                new_tokens[kept],
+            )
+        rows = rows.view(-1)  # (A'·K,)
+        tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], dim=1)
+        state = decoder.reorder(state, rows, sentences=kept)
     return pool.results(nbest)
 
 
@@ -131,10 +143,10 @@ class _Pool:
         self.log_probs = torch.full((b, k), NEG_INF, device=device)  # (B, K)
         self.tokens = torch.full((b, k, width), PAD_ID, dtype=torch.long, device=device)
         self.lengths = torch.zeros((b, k), dtype=torch.long, device=device)  # with EOS
-        self.done = torch.zeros(b, dtype=torch.bool, device=device)  # (B,)
 
     def add(
         self,
+        sentences: Tensor,
         prefixes: Tensor,
         log_probs: Tensor,
         finished: Tensor,
@@ -145,25 +157,31 @@ class _Pool:
         """Merge the candidates that end in EOS now into the pool, keeping the K best.
 
         Args:
-            prefixes: (B, 2K, length) BOS + tokens before EOS of each candidate.
-            log_probs: (B, 2K) candidate log-probabilities, EOS included.
-            finished: (B, 2K) which candidates are finished hypotheses.
+            sentences: (A,) which sentences of the pool the candidates belong to.
+            prefixes: (A, 2K, length) BOS + tokens before EOS of each candidate.
+            log_probs: (A, 2K) candidate log-probabilities, EOS included.
+            finished: (A, 2K) which candidates are finished hypotheses.
             length: |Y| of these candidates (EOS included).
         """
-        b, c, _ = prefixes.shape
+        a, c, _ = prefixes.shape
         scores = (log_probs / length_penalty(length, alpha)).masked_fill(~finished, NEG_INF)
         tokens = torch.full(
-            (b, c, self.tokens.size(2)), PAD_ID, dtype=torch.long, device=prefixes.device
-        )  # (B, 2K, width)
+            (a, c, self.tokens.size(2)), PAD_ID, dtype=torch.long, device=prefixes.device
+        )  # (A, 2K, width)
         tokens[:, :, :length] = prefixes
         tokens[:, :, length] = EOS_ID
-        all_scores = torch.cat([self.scores, scores], dim=1)  # (B, 3K)
-        self.scores, keep = all_scores.topk(self.scores.size(1), dim=1)  # (B, K)
-        self.log_probs = torch.cat([self.log_probs, log_probs], dim=1).gather(1, keep)
-        lengths = torch.cat([self.lengths, self.lengths.new_full((b, c), length)], dim=1)
-        self.lengths = lengths.gather(1, keep)
-        all_tokens = torch.cat([self.tokens, tokens], dim=1)  # (B, 3K, width)
-        self.tokens = all_tokens.gather(1, keep[:, :, None].expand(-1, -1, all_tokens.size(2)))
+        k = self.scores.size(1)
+        all_scores = torch.cat([self.scores[sentences], scores], dim=1)  # (A, 3K)
+        best, keep = all_scores.topk(k, dim=1)  # (A, K)
+        self.scores[sentences] = best
+        all_log_probs = torch.cat([self.log_probs[sentences], log_probs], dim=1)  # (A, 3K)
+        self.log_probs[sentences] = all_log_probs.gather(1, keep)
+        lengths = torch.cat([self.lengths[sentences], self.lengths.new_full((a, c), length)], 1)
+        self.lengths[sentences] = lengths.gather(1, keep)
+        all_tokens = torch.cat([self.tokens[sentences], tokens], dim=1)  # (A, 3K, width)
+        self.tokens[sentences] = all_tokens.gather(
+            1, keep[:, :, None].expand(-1, -1, all_tokens.size(2))
+        )
 
     def results(self, nbest: int) -> list[list[Hypothesis]]:
         scores, log_probs = self.scores.tolist(), self.log_probs.tolist()

@@ -29,14 +29,18 @@ class StepDecoder(Protocol):
         """Feed each row's newest token (N, 1); return (N, V) log-probabilities and the state."""
         ...
 
-    def reorder(self, state: Any, index: Tensor) -> Any:
-        """Keep rows ``index`` (N,), each taken from a beam of the same sentence."""
+    def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
+        """Keep rows ``index`` (N',), each taken from a beam of the same sentence.
+
+        With ``sentences`` (B',), only those sentences remain, in that order (finished ones
+        leave the batch), and ``index`` holds the K rows of each of them.
+        """
         ...
 
 
 @dataclass(frozen=True)
 class TransformerState:
-    src_mask: Tensor  # (N, 1, 1, S)
+    src_mask: Tensor  # (B, 1, 1, S)
     cache: KVCache
 
 
@@ -48,22 +52,26 @@ class TransformerStepper:
         self.model = model
 
     def start(self, src: Tensor, beam: int) -> TransformerState:
+        """Encode once per sentence: the ``beam`` rows of a sentence share its memory keys
+        and values (``CrossAttention`` groups their queries), so nothing is repeated."""
         src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
         memory = self.model.encode(src, src_mask)  # (B, S, D)
-        cache = self.model.start_cache(memory)
-        if beam > 1:
-            rows = torch.arange(src.size(0), device=src.device).repeat_interleave(beam)  # (N,)
-            cache = cache.reorder(rows)
-            src_mask = src_mask.index_select(0, rows)  # (N, 1, 1, S)
-        return TransformerState(src_mask, cache)
+        return TransformerState(src_mask, self.model.start_cache(memory))
 
     def step(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
         logits, cache = self.model.decode(tokens, None, state.src_mask, cache=state.cache)
         log_probs = logits[:, -1].float().log_softmax(dim=-1)  # (N, V)
         return log_probs, TransformerState(state.src_mask, cache)
 
-    def reorder(self, state: TransformerState, index: Tensor) -> TransformerState:
-        return TransformerState(state.src_mask, state.cache.reorder(index, cross_attention=False))
+    def reorder(
+        self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
+    ) -> TransformerState:
+        if sentences is None:
+            return TransformerState(state.src_mask, state.cache.reorder(index))
+        return TransformerState(
+            state.src_mask.index_select(0, sentences),  # (B', 1, 1, S)
+            state.cache.reorder(index, memory_index=sentences),
+        )
 
 
 class UncachedTransformerStepper(TransformerStepper):
@@ -83,6 +91,17 @@ class UncachedTransformerStepper(TransformerStepper):
         logits, _ = self.model.decode(prefix, memory, src_mask)  # (N, t+1, V)
         return logits[:, -1].float().log_softmax(dim=-1), (memory, src_mask, prefix)
 
-    def reorder(self, state: tuple[Tensor, Tensor, Tensor], index: Tensor) -> Any:
+    def reorder(
+        self,
+        state: tuple[Tensor, Tensor, Tensor],
+        index: Tensor,
+        *,
+        sentences: Tensor | None = None,
+    ) -> Any:
+        """Memory and mask are held per row here, so ``index`` alone says what to keep."""
         memory, src_mask, prefix = state
-        return memory, src_mask, prefix.index_select(0, index)
+        return (
+            memory.index_select(0, index),
+            src_mask.index_select(0, index),
+            prefix.index_select(0, index),
+        )

@@ -156,7 +156,8 @@ class Transformer(nn.Module):
         """Logits for T new target positions, after the L positions in ``cache``.
 
         Args:
-            tgt: (B, T) target ids at positions L .. L+T-1.
+            tgt: (B, T) target ids at positions L .. L+T-1; or (B·K, T) for K hypotheses
+                per sentence in consecutive rows (beam search), which share its memory.
             memory: (B, S, D) encoder output; only read when ``cache`` is None (a cache
                 already holds the encoder–decoder keys/values).
             src_mask: (B, 1, 1, S) source padding mask.

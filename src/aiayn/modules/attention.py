@@ -148,15 +148,38 @@ class CrossAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        """Attend from decoder states ``x`` (B, T, D) to projected memory.
+        """Attend from decoder states ``x`` (N, T, D) to projected memory of B sentences.
+
+        N = B·K: the K consecutive rows b·K .. b·K+K-1 (beams of sentence b) share its
+        memory. Their K·T queries attend to it together, so memory keys/values are stored
+        and read once per sentence, not once per beam.
+
+        Args:
+            x: (N, T, D) decoder states.
+            memory_kv: keys and values from ``project_memory``, (B, H, S, Dh) each.
+            mask: bool, broadcastable to (B, H, 1, S): the source padding of each sentence.
+            need_weights: also return the attention weights.
 
         Returns:
-            (B, T, D) output and weights (B, H, T, S) or None.
+            (N, T, D) output and weights (N, H, T, S) or None.
         """
-        q = split_heads(self.q_proj(x), self.n_heads)  # (B, H, T, Dh)
+        q = split_heads(self.q_proj(x), self.n_heads)  # (N, H, T, Dh)
         k, v = memory_kv
+        n, h, t, dh = q.shape
+        b = k.size(0)
+        q = q.view(b, n // b, h, t, dh).transpose(1, 2).reshape(b, h, -1, dh)  # (B, H, K·T, Dh)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = scaled_dot_product_attention(
             q, k, v, mask=mask, dropout_p=dropout_p, need_weights=need_weights
         )
+        out = _rows_per_beam(out, n)  # (N, H, T, Dh)
+        if weights is not None:
+            weights = _rows_per_beam(weights, n)  # (N, H, T, S)
         return self.out_proj(merge_heads(out)), weights
+
+
+def _rows_per_beam(x: Tensor, n: int) -> Tensor:
+    """(B, H, K·T, E) -> (N, H, T, E) with N = B·K: undo the grouping of beam queries."""
+    b, h, kt, e = x.shape
+    k = n // b
+    return x.view(b, h, k, kt // k, e).transpose(1, 2).reshape(n, h, kt // k, e)

@@ -38,20 +38,23 @@ class KVCache:
         """The cache after ``steps`` more positions, with the layers' extended keys/values."""
         return KVCache(self_attn=self_attn, cross_attn=self.cross_attn, length=self.length + steps)
 
-    def reorder(self, index: Tensor, *, cross_attention: bool = True) -> KVCache:
+    def reorder(self, index: Tensor, *, memory_index: Tensor | None = None) -> KVCache:
         """Select batch rows, e.g. the surviving beams: row i of the result is row index[i].
 
-        Beam search moves beams only within their own sentence, whose beams share one
-        encoder output; it passes ``cross_attention=False`` to leave those keys/values alone.
+        Encoder–decoder keys/values are held once per sentence and shared by its beams (see
+        ``CrossAttention``), so beams reselected within their sentences leave them alone;
+        ``memory_index`` selects sentences among them (e.g. to drop finished ones).
         """
 
-        def pick(kv: KeyValue) -> KeyValue:
-            return kv[0].index_select(0, index), kv[1].index_select(0, index)
+        def pick(kv: KeyValue, rows: Tensor) -> KeyValue:
+            return kv[0].index_select(0, rows), kv[1].index_select(0, rows)
 
         return KVCache(
             self_attn=tuple(None if kv is None else kv.select(index) for kv in self.self_attn),
             cross_attn=(
-                tuple(pick(kv) for kv in self.cross_attn) if cross_attention else self.cross_attn
+                self.cross_attn
+                if memory_index is None
+                else tuple(pick(kv, memory_index) for kv in self.cross_attn)
             ),
             length=self.length,
         )
