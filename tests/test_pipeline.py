@@ -14,6 +14,7 @@ def _smoke_recipe(tmp_path):
                 "test_splits": ["test_2016_flickr"],
                 "test_limit": 60,
                 "beam": 2,
+                "tune_alpha": [0.6, 1.2],
                 "average_last": 2,
                 "examples": 2,
             },
@@ -52,9 +53,12 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     assert len(hyps) == 60
     [test] = result.tests
     assert test.bleu > 0 and "tok:none" in test.bleu_signature
+    assert set(result.alpha_scores) == {0.6, 1.2}
+    assert result.alpha_scores[result.alpha] == max(result.alpha_scores.values())
     assert json.loads((work / "results.json").read_text())["updates"] == 90
     table = format_results(result, recipe)
     assert "| test_2016_flickr |" in table and "tokens/s" in table
+    assert f"-> α {result.alpha}" in table
 
     again = run_pipeline(recipe, work, corpus_from=multi30k_dir, log=lambda _: None)
     assert again.updates == 90  # a finished run is reused, not retrained

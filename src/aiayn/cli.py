@@ -609,7 +609,8 @@ def format_results(result, recipe) -> str:
     p = recipe.pipeline
     pair = f"{p.src_lang}→{p.tgt_lang}"
     lines = [
-        f"## {p.dataset} {pair}, {p.text} text, beam {p.beam}, α {p.alpha}",
+        f"## {p.dataset} {pair}, {p.text} text, beam {p.beam}, α {result.alpha}"
+        + (" (chosen on the validation set)" if result.alpha_scores else ""),
         "",
         "| test set | BLEU | chrF | sentences/s |",
         "|---|---:|---:|---:|",
@@ -627,6 +628,7 @@ def format_results(result, recipe) -> str:
         + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
         + ")",
         f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
+        _alpha_line(result),
         "",
         "Examples (test set 1):",
     ]
@@ -637,6 +639,13 @@ def format_results(result, recipe) -> str:
             f"  hyp: {ex['translation']}",
         ]
     return "\n".join(lines)
+
+
+def _alpha_line(result) -> str:
+    if not result.alpha_scores:
+        return ""
+    tried = ", ".join(f"α {a}: {bleu:.2f}" for a, bleu in result.alpha_scores.items())
+    return f"- length penalty chosen on the validation set: {tried} -> α {result.alpha}"
 
 
 def _indices(text: str | None) -> list[int] | None:

@@ -379,7 +379,8 @@ class PipelineConfig:
     text: Literal["tok", "raw"] = "tok"  # lowercased Moses-tokenised files, or raw cased text
     average_last: int = 10  # checkpoints averaged into the final model (§6.1)
     beam: int = 5
-    alpha: float = 0.6
+    alpha: float = 0.6  # length-penalty exponent, unless tune_alpha chooses one
+    tune_alpha: tuple[float, ...] = ()  # exponents tried on the validation split; best is used
     test_splits: tuple[str, ...] = ("test_2016_flickr", "test_2017_flickr")
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)

@@ -45,6 +45,8 @@ class PipelineResult:
     total_seconds: float
     stage_seconds: dict[str, float]
     tests: list[TestResult]
+    alpha: float  # the length-penalty exponent used on the test sets
+    alpha_scores: dict[float, float]  # validation BLEU of each exponent tried, if tuned
 
     @property
     def tokens_per_second(self) -> float:
@@ -107,9 +109,15 @@ def run_pipeline(
     )
     done("average")
 
-    stage("translate and score")
     translator = Translator.from_dir(model_dir)
-    options = SearchOptions(beam=p.beam, alpha=p.alpha or None)
+    alpha, alpha_scores = p.alpha, {}
+    if p.tune_alpha:
+        stage("tune length penalty")
+        alpha, alpha_scores = _tune_alpha(translator, corpus, p, log)
+        done("tune length penalty")
+
+    stage("translate and score")
+    options = SearchOptions(beam=p.beam, alpha=alpha or None)
     tests = [
         _translate_split(translator, corpus, split, p, options, work, log)
         for split in p.test_splits
@@ -124,6 +132,8 @@ def run_pipeline(
         total_seconds=time.perf_counter() - start,
         stage_seconds=stages,
         tests=tests,
+        alpha=alpha,
+        alpha_scores=alpha_scores,
     )
     payload = dataclasses.asdict(result) | {"recipe": _recipe_dict(recipe)}
     (work / "results.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -161,6 +171,23 @@ def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
         return False
     options = json.loads(manifest.read_text()).get("options")
     return options == json.loads(json.dumps(config_to_dict(cfg)))
+
+
+def _tune_alpha(translator, corpus, p, log) -> tuple[float, dict[float, float]]:
+    """The length-penalty exponent with the best validation BLEU among ``p.tune_alpha``
+    (the first one on ties), and every exponent's score."""
+    limit = p.test_limit or None
+    sources = list(islice(read_lines(_split_files(corpus, "val", p.src_lang, p.text)), limit))
+    references = list(islice(read_lines(_split_files(corpus, "val", p.tgt_lang, p.text)), limit))
+    scores = {}
+    for alpha in p.tune_alpha:
+        options = SearchOptions(beam=p.beam, alpha=alpha or None)
+        hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
+        scores[alpha] = corpus_scores(hyps, references, tokenized=p.text == "tok").bleu
+        log(f"val: α {alpha}: BLEU {scores[alpha]:.2f}")
+    best = max(p.tune_alpha, key=lambda a: scores[a])
+    log(f"length penalty: α {best} (best validation BLEU)")
+    return best, scores
 
 
 def _translate_split(translator, corpus, split, p, options, work, log) -> TestResult:

@@ -16,6 +16,7 @@ from aiayn.modules.dropout import dropout
 from aiayn.modules.kv_buffer import KeyValueBuffer
 
 KeyValue = tuple[Tensor, Tensor]  # (B, H, S, Dh) each
+MAX_EAGER_QUERIES = 8  # on CPU, attention for at most this many queries per row is eager
 
 
 def scaled_dot_product_attention(
@@ -58,7 +59,12 @@ def scaled_dot_product_attention(
 
 
 def _eager_is_faster(q: Tensor) -> bool:
-    return q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
+    """On CPU, two batched matmuls beat PyTorch's fused kernel in half precision, and for a
+    few queries per row, as in incremental decoding (measured here, fp32, 2 threads: 175 vs
+    308 µs for 320 rows × 1 query × 20 keys; 149 vs 442 µs for 64 × 5 beam queries × 16)."""
+    if q.device.type != "cpu":
+        return False
+    return q.dtype in (torch.bfloat16, torch.float16) or q.size(-2) <= MAX_EAGER_QUERIES
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:

@@ -132,6 +132,7 @@ class Trainer:
         progress = self.metrics.progress(total=run.max_updates, initial=self.state.update)
         window = _Window()
         self._window_start = window.start
+        first_update = self.state.update
         try:
             while not self._should_stop():
                 result = self._update()
@@ -149,9 +150,10 @@ class Trainer:
             progress.close()
         if window.updates:
             self._report(window, progress)
-        if self.state.update % run.save_every != 0:
+        finished_before = self.state.update == first_update  # resumed after its last update
+        if self.state.update % run.save_every != 0 and not finished_before:
             self.save()
-        if self.state.update % run.valid_every != 0:
+        if self.state.update % run.valid_every != 0 and not finished_before:
             self._validate()
         self.metrics.close()
         return self.state
