@@ -7,6 +7,7 @@ Sentences per second for greedy search and beam 5 on a batch of 64 sentences of 
 tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is held back
 until the last step), random weights of the same dimensions, vocabulary 10,000, 2 threads.
 Each system runs in its own process; the allocator is named in every row. Medians.
+"aiayn bf16" decodes under bfloat16 autocast (``aiayn translate --precision bf16``).
 CTranslate2 (``pip install ctranslate2``) decodes aiayn's own weights, exported by
 ``ct2_export.py``; its greedy output is checked against aiayn's, token for token. Its process
 never imports torch.
@@ -28,6 +29,8 @@ RUNS = [  # (system, search, allocator)
     ("aiayn", "greedy", "tuned"),
     ("aiayn", "beam5", "tuned"),
     ("aiayn", "beam5", "default"),
+    ("aiayn bf16", "greedy", "tuned"),
+    ("aiayn bf16", "beam5", "tuned"),
     ("HF Marian", "greedy", "default"),
     ("HF Marian", "beam5", "default"),
     ("CTranslate2 float32", "greedy", "default"),
@@ -84,7 +87,7 @@ def aiayn_model(size: str):
     return build_model(cfg.with_vocab(VOCAB)).eval()
 
 
-def aiayn_runner(size: str, search: str, cached: bool):
+def aiayn_runner(size: str, search: str, cached: bool, bf16: bool = False):
     import torch
 
     from aiayn.decode import TransformerStepper, beam_search, greedy_search
@@ -95,7 +98,7 @@ def aiayn_runner(size: str, search: str, cached: bool):
     src = source()
 
     def run():
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             if search == "greedy":
                 greedy_search(stepper, src, max_len=STEPS)
             else:
@@ -188,7 +191,9 @@ def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | Non
             torch.manual_seed(0)
             run = marian_runner(size, search)
         else:
-            run = aiayn_runner(size, search, cached=system == "aiayn")
+            run = aiayn_runner(
+                size, search, cached=system != "no-cache loop", bf16=system == "aiayn bf16"
+            )
     run()  # warm-up
     times = []
     for _ in range(repeats):
@@ -245,11 +250,12 @@ def bench_size(size: str, repeats: int, ct2_dir: str) -> None:
         value = measured["sentences_per_s"]
         print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
     for search in ("greedy", "beam5"):
-        ours = results.get(("aiayn", search))
-        for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):
-            theirs = results.get((peer, search))
-            if ours and theirs:
-                print(f"  aiayn / {peer}, {search}: {ours / theirs:.2f}x")
+        for ours_name in ("aiayn", "aiayn bf16"):
+            ours = results.get((ours_name, search))
+            for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):
+                theirs = results.get((peer, search))
+                if ours and theirs:
+                    print(f"  {ours_name} / {peer}, {search}: {ours / theirs:.2f}x")
 
 
 if __name__ == "__main__":

@@ -90,3 +90,11 @@ def test_sampling_is_reproducible_with_a_seed():
     a = sample_next(logits, temperature=0.8, generator=torch.Generator().manual_seed(3))
     b = sample_next(logits, temperature=0.8, generator=torch.Generator().manual_seed(3))
     assert torch.equal(a, b)
+
+
+def test_bf16_autocast_decodes_the_same_tokens(copy_model):
+    src = _mixed_lengths(seed=1)
+    fp32 = beam_search(TransformerStepper(copy_model), src, beam=4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = beam_search(TransformerStepper(copy_model), src, beam=4)
+    assert [h[0].tokens for h in bf16] == [h[0].tokens for h in fp32]

@@ -157,6 +157,8 @@ def test_greedy_and_beam_options(model_dir):
     translator = Translator.from_dir(model_dir)
     [[greedy]] = translator.translate(["the dog"], SearchOptions(beam=1))
     assert greedy.text
+    [[beam_bf16]] = translator.translate(["the dog"], SearchOptions(precision="bf16"))
+    assert beam_bf16.text
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
 

@@ -33,6 +33,7 @@ class SearchOptions:
     batch_tokens: int = 4096  # source tokens per batch (padded)
     max_src_len: int = 1024  # longer inputs are truncated (or refused)
     on_long: Literal["truncate", "error"] = "truncate"
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: matrix products in bfloat16 (autocast)
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,13 @@ class Translator:
         return row[: options.max_src_len - 1]
 
     def _search(self, src: torch.Tensor, options: SearchOptions) -> list[list[Translation]]:
+        bf16 = options.precision == "bf16"
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
+            return self._search_in_precision(src, options)
+
+    def _search_in_precision(
+        self, src: torch.Tensor, options: SearchOptions
+    ) -> list[list[Translation]]:
         stepper = TransformerStepper(self.model)
         if options.beam == 1:
             out = greedy_search(stepper, src, max_len_b=options.max_len_b).tolist()
