@@ -41,6 +41,22 @@ def set_up_allocator(allocator: str) -> None:
         tune_allocator()
 
 
+def aiayn_config(size: str, **overrides):
+    """aiayn's ModelConfig at one of SIZES, vocabulary VOCAB."""
+    from aiayn.config import ModelConfig
+
+    s = SIZES[size]
+    cfg = ModelConfig(
+        d_model=s["d_model"],
+        n_heads=s["n_heads"],
+        d_ff=s["d_ff"],
+        n_encoder_layers=s["layers"],
+        n_decoder_layers=s["layers"],
+        **overrides,
+    )
+    return cfg.with_vocab(VOCAB)
+
+
 def marian_model(size: str, *, dropout: float = 0.1):
     """A Hugging Face MarianMTModel with aiayn's dimensions and special ids (random weights)."""
     from transformers import MarianConfig, MarianMTModel

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import SIZES, VOCAB, marian_model, measure_in_subprocess, set_up_allocator
+from common import SIZES, VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
 
 SENTENCES, SRC_LEN, STEPS = 64, 15, 40
 RUNS = [  # (system, search, allocator)
@@ -72,19 +72,10 @@ def aiayn_model(size: str):
     """The random-weight model every aiayn row and the CTranslate2 export use (seed 0)."""
     import torch
 
-    from aiayn.config import ModelConfig
     from aiayn.models import build_model
 
-    s = SIZES[size]
-    cfg = ModelConfig(
-        d_model=s["d_model"],
-        n_heads=s["n_heads"],
-        d_ff=s["d_ff"],
-        n_encoder_layers=s["layers"],
-        n_decoder_layers=s["layers"],
-    )
     torch.manual_seed(0)
-    return build_model(cfg.with_vocab(VOCAB)).eval()
+    return build_model(aiayn_config(size)).eval()
 
 
 def aiayn_runner(size: str, search: str, cached: bool, bf16: bool = False):

@@ -17,7 +17,7 @@ import json
 import statistics
 import time
 
-from common import SIZES, VOCAB, marian_model, measure_in_subprocess, set_up_allocator
+from common import SIZES, VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
 
 RUNS = [  # (system, precision, allocator)
     ("aiayn", "fp32", "tuned"),
@@ -49,20 +49,10 @@ def batch(seed: int = 0):
 
 
 def aiayn_step(size):
-    from aiayn.config import ModelConfig
     from aiayn.models import build_model
     from aiayn.train.tasks import TranslationLoss
 
-    s = SIZES[size]
-    cfg = ModelConfig(
-        d_model=s["d_model"],
-        n_heads=s["n_heads"],
-        d_ff=s["d_ff"],
-        n_encoder_layers=s["layers"],
-        n_decoder_layers=s["layers"],
-        dropout=0.1,
-    )
-    model = build_model(cfg.with_vocab(VOCAB))
+    model = build_model(aiayn_config(size, dropout=0.1))
     loss_module = TranslationLoss(model, epsilon=0.1)
 
     def loss(src, tgt_in, tgt_out):

@@ -173,12 +173,18 @@ def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
     return options == json.loads(json.dumps(config_to_dict(cfg)))
 
 
+def _read_split(corpus, split: str, p) -> tuple[list[str], list[str]]:
+    """Source and reference lines of ``split`` (the first ``p.test_limit`` when set)."""
+    limit = p.test_limit or None
+    sources = list(islice(read_lines(_split_files(corpus, split, p.src_lang, p.text)), limit))
+    references = list(islice(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)), limit))
+    return sources, references
+
+
 def _tune_alpha(translator, corpus, p, log) -> tuple[float, dict[float, float]]:
     """The length-penalty exponent with the best validation BLEU among ``p.tune_alpha``
     (the first one on ties), and every exponent's score."""
-    limit = p.test_limit or None
-    sources = list(islice(read_lines(_split_files(corpus, "val", p.src_lang, p.text)), limit))
-    references = list(islice(read_lines(_split_files(corpus, "val", p.tgt_lang, p.text)), limit))
+    sources, references = _read_split(corpus, "val", p)
     scores = {}
     for alpha in p.tune_alpha:
         options = SearchOptions(beam=p.beam, alpha=alpha or None)
@@ -191,9 +197,7 @@ def _tune_alpha(translator, corpus, p, log) -> tuple[float, dict[float, float]]:
 
 
 def _translate_split(translator, corpus, split, p, options, work, log) -> TestResult:
-    limit = p.test_limit or None
-    sources = list(islice(read_lines(_split_files(corpus, split, p.src_lang, p.text)), limit))
-    references = list(islice(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)), limit))
+    sources, references = _read_split(corpus, split, p)
     begin = time.perf_counter()
     hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
     seconds = time.perf_counter() - begin

@@ -98,10 +98,9 @@ class UncachedTransformerStepper(TransformerStepper):
         *,
         sentences: Tensor | None = None,
     ) -> Any:
-        """Memory and mask are held per row here, so ``index`` alone says what to keep."""
+        """Memory and mask are held per row here; beams of one sentence share identical rows,
+        so they are selected only when sentences leave the batch."""
         memory, src_mask, prefix = state
-        return (
-            memory.index_select(0, index),
-            src_mask.index_select(0, index),
-            prefix.index_select(0, index),
-        )
+        if sentences is not None:
+            memory, src_mask = memory.index_select(0, index), src_mask.index_select(0, index)
+        return memory, src_mask, prefix.index_select(0, index)

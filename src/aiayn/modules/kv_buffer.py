@@ -57,7 +57,7 @@ class KeyValueBuffer:
             k_buf, v_buf, filled = self.keys_buffer, self.values_buffer, self._filled
         else:
             capacity = max(2 * end, MIN_CAPACITY)
-            k_buf, v_buf = self._copied(capacity), self._copied(capacity, values=True)
+            k_buf, v_buf = self._grown(self.keys, capacity), self._grown(self.values, capacity)
             filled = [self.length]
         k_buf[:, :, self.length : end] = keys
         v_buf[:, :, self.length : end] = values
@@ -72,8 +72,8 @@ class KeyValueBuffer:
         torch.index_select(self.values, 0, index, out=v_buf[:, :, : self.length])
         return KeyValueBuffer(k_buf, v_buf, self.length, [self.length])
 
-    def _copied(self, capacity: int, *, values: bool = False) -> Tensor:
-        filled = self.values if values else self.keys
+    def _grown(self, filled: Tensor, capacity: int) -> Tensor:
+        """A new (B, H, capacity, Dh) buffer starting with the L ``filled`` positions."""
         buf = self._empty_like(filled.size(0), capacity)
         buf[:, :, : self.length] = filled
         return buf
