@@ -12,7 +12,9 @@ from aiayn.modules import (
     scaled_dot_product_attention,
     sinusoid_table,
 )
-from aiayn.modules.kv_buffer import KeyValueBuffer
+from aiayn.modules.cache import KVCache
+from aiayn.modules.kv_buffer import KeyValueBuffer, StaleCacheError
+from aiayn.modules.packed_linear import PackedLinear, packed_for_inference
 from aiayn.modules.positional import SinusoidalConcatPositionalEncoding
 
 
@@ -150,3 +152,77 @@ def test_feed_forward_applies_the_chosen_activation(activation):
 def test_unknown_activation_is_rejected():
     with pytest.raises(ValueError, match="unknown activation"):
         PositionwiseFeedForward(d_model=8, d_ff=16, activation="tanh")
+
+
+def test_key_value_buffer_reorders_in_place_and_refuses_stale_reads():
+    kv = KeyValueBuffer.wrap(_positions(4, 2), _positions(4, 2)).extended(
+        _positions(4, 1, 2), _positions(4, 1, 2)
+    )
+    index = torch.tensor([0, 0, 2, 2])  # rows 1 and 3 take the places of rows 0 and 2
+    moved = torch.tensor([1, 3])
+    expected = _positions(4, 3)[index]
+    reordered = kv.reordered(index, moved)
+    assert reordered.keys_buffer.data_ptr() == kv.keys_buffer.data_ptr()  # in place
+    torch.testing.assert_close(reordered.keys, expected)
+    torch.testing.assert_close(reordered.values, expected)
+    with pytest.raises(StaleCacheError):
+        kv.select(torch.tensor([0]))
+    grown = reordered.extended(_positions(4, 1, 3), _positions(4, 1, 3))
+    torch.testing.assert_close(grown.keys[:, :, :3], expected)
+
+
+def test_key_value_buffer_copies_when_moves_overlap_or_a_later_step_exists():
+    kv = KeyValueBuffer.wrap(_positions(3, 2), _positions(3, 2)).extended(
+        _positions(3, 1, 2), _positions(3, 1, 2)
+    )
+    swapped = kv.reordered(torch.tensor([1, 0, 2]), None)  # a swap cannot move in place
+    assert swapped.keys_buffer.data_ptr() != kv.keys_buffer.data_ptr()
+    torch.testing.assert_close(swapped.keys, _positions(3, 3)[[1, 0, 2]])
+    kv.extended(_positions(3, 1, 3), _positions(3, 1, 3))  # kv is no longer the latest
+    older = kv.reordered(torch.tensor([0, 0, 2]), torch.tensor([1]))
+    assert older.keys_buffer.data_ptr() != kv.keys_buffer.data_ptr()
+    torch.testing.assert_close(kv.keys, _positions(3, 3))
+
+
+def test_kv_cache_reorder_moves_rows_of_every_layer():
+    layers = tuple(
+        KeyValueBuffer.wrap(_positions(3, 2) + i, _positions(3, 2) - i).extended(
+            _positions(3, 1, 2) + i, _positions(3, 1, 2) - i
+        )
+        for i in range(2)
+    )
+    cache = KVCache(self_attn=layers, cross_attn=(), length=3)
+    for index in ([2, 1, 2], [1, 0, 2], [0, 1, 2]):  # in place; a swap (copied); nothing
+        expected = [(kv.keys[index].clone(), kv.values[index].clone()) for kv in cache.self_attn]
+        cache = cache.reorder(torch.tensor(index))
+        for kv, (keys, values) in zip(cache.self_attn, expected, strict=True):
+            torch.testing.assert_close(kv.keys, keys)
+            torch.testing.assert_close(kv.values, values)
+
+
+@pytest.mark.parametrize("length", [1, 5, 15, 16, 23])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_eager_attention_softmax_is_the_softmax_for_any_row_length(length, dtype):
+    q, k, v = (x.to(dtype) for x in _qkv(t=3, s=length))
+    mask = torch.ones(2, 1, 1, length, dtype=torch.bool)
+    mask[0, ..., length // 2 + 1 :] = False
+    _, weights = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=True)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(q.size(-1))
+    expected = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    assert weights.dtype == dtype and weights.shape == expected.shape
+    tol = 1e-6 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(weights.float(), expected, atol=tol, rtol=tol)
+
+
+def test_packed_linear_equals_the_linear_layer_and_defers_under_autocast():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(16, 50, bias=False)
+    project = packed_for_inference(linear)
+    x = torch.randn(6, 1, 16)
+    torch.testing.assert_close(project(x), linear(x), atol=1e-5, rtol=1e-5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert project(x).dtype == torch.bfloat16
+    with_bias = torch.nn.Linear(16, 50)
+    assert packed_for_inference(with_bias) is with_bias
+    if torch.backends.mkldnn.is_available():
+        assert isinstance(project, PackedLinear)

@@ -5,6 +5,7 @@ import torch
 
 from aiayn.config import EOS_ID
 from aiayn.decode import beam_search, greedy_search, length_penalty
+from aiayn.decode.beam import _keep_in_place, row_topk
 
 from .scripted import A, B, C, ScriptedDecoder
 
@@ -101,3 +102,33 @@ def test_length_penalty_formula():
     assert length_penalty(7, None).item() == 1.0
     with pytest.raises(ValueError, match="nbest"):
         beam_search(ScriptedDecoder({10: GREEDY_TRAP}), _src(10), beam=2, nbest=3)
+
+
+@pytest.mark.parametrize("width", [640, 1000, 1013])
+def test_row_topk_equals_topk(width):
+    g = torch.Generator().manual_seed(width)
+    x = torch.randn(7, width, generator=g)
+    x[3, : width // 2] = float("-inf")
+    x[4] = float("-inf")
+    x[4, width - 1] = 0.0  # the only finite value, in the tail block
+    values, columns = row_topk(x, 10, block=64)
+    expected_values, expected_columns = x.topk(10, dim=1)
+    assert torch.equal(values, expected_values)
+    finite = expected_values.isfinite()
+    assert torch.equal(columns[finite], expected_columns[finite])
+    assert torch.equal(x.gather(1, columns), values)
+
+
+def test_beams_keep_their_slots_where_they_can():
+    parents = torch.tensor([[0, 0, 3, 1, 3], [4, 4, 4, 4, 4], [0, 1, 2, 3, 4]])
+    slots = _keep_in_place(parents)  # (A, K): survivor in each slot
+    assert sorted(slots[0].tolist()) == list(range(5))
+    new_parents = parents.gather(1, slots)
+    assert new_parents[0].tolist() == [0, 1, 0, 3, 3]  # slots 0, 1, 3 keep a child
+    assert new_parents[1].tolist() == [4, 4, 4, 4, 4] and slots[1, 4] == 0
+    assert slots[2].tolist() == [0, 1, 2, 3, 4]
+    moved = new_parents != torch.arange(5)
+    for row in range(3):  # a slot that changes is never the parent of another survivor
+        assert not set(torch.nonzero(moved[row]).flatten().tolist()) & set(
+            new_parents[row][moved[row]].tolist()
+        )

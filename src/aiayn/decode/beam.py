@@ -19,6 +19,7 @@ from aiayn.config import BOS_ID, EOS_ID, PAD_ID
 from aiayn.decode.stepper import StepDecoder
 
 NEG_INF = float("-inf")
+TOPK_BLOCK = 64  # columns per block in ``row_topk`` (the fastest here for V of 8k-32k)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ def beam_search(
             )  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
+        slots = _keep_in_place(top_beam.gather(1, pick))  # (A, K)
+        alive, pick = alive.gather(1, slots), pick.gather(1, slots)
         bound = alive.max(dim=1).values / best_possible_lp[active]  # (A,) best still reachable
         done = ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)  # (A,)
         if done.all():
@@ -118,11 +121,65 @@ def _best_extensions(log_probs: Tensor, alive: Tensor, n: int) -> tuple[Tensor, 
         alive: (B, K) log-probabilities of the beams so far (-inf for dead ones).
     """
     b, k = alive.shape
-    row_logp, row_token = log_probs.topk(n, dim=1)  # (N, n) each
+    row_logp, row_token = row_topk(log_probs, n)  # (N, n) each
     candidates = (alive.view(-1, 1) + row_logp).view(b, k * n)  # (B, K·n)
     top_logp, top_index = candidates.topk(n, dim=1)  # (B, n)
     top_token = row_token.view(b, k * n).gather(1, top_index)  # (B, n)
     return top_logp, top_index // n, top_token
+
+
+def row_topk(x: Tensor, n: int, *, block: int = TOPK_BLOCK) -> tuple[Tensor, Tensor]:
+    """``x.topk(n, dim=1)`` for a (N, V) table with long rows, in two stages.
+
+    Each row is cut into blocks of ``block`` columns (the last columns that do not fill
+    one form an extra block). A row's n largest values lie in its n blocks with the largest
+    maxima, so the full sort-based topk runs only over those n blocks (measured here,
+    N = 320, n = 10: 1.5 vs 2.4 ms at V = 10,000; 2.8 vs 6.9 ms at V = 32,000). Values
+    are the same; among exactly equal values the columns may differ.
+
+    Returns:
+        (N, n) values, largest first, and (N, n) their columns.
+    """
+    rows, width = x.shape
+    full = width - width % block
+    if full < n * block:
+        return x.topk(n, dim=1)
+    maxima = x[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (N, V // block)
+    blocks = maxima.topk(n, dim=1).indices  # (N, n)
+    offsets = torch.arange(block, device=x.device)  # (block,)
+    columns = (blocks[:, :, None] * block + offsets).view(rows, n * block)  # (N, n·block)
+    if full < width:
+        tail = torch.arange(full, width, device=x.device).expand(rows, -1)  # (N, V - full)
+        columns = torch.cat([columns, tail], dim=1)  # (N, C)
+    values, picked = x.gather(1, columns).topk(n, dim=1)  # (N, n) each
+    return values, columns.gather(1, picked)
+
+
+def _keep_in_place(parents: Tensor) -> Tensor:
+    """Which survivor goes to which beam slot, so that as many beams as possible stay where
+    they are: then reordering the cache moves few rows (``KVCache.reorder``).
+
+    Each parent's first surviving child takes its parent's slot; the other children take
+    the slots of beams that had none, in order. So a row that moves never had a surviving
+    child, and is never the source of another move. The order of beams within a sentence
+    means nothing to the search.
+
+    Args:
+        parents: (A, K) the beam each survivor extends.
+
+    Returns:
+        (A, K) for each slot, the survivor that goes there.
+    """
+    a, k = parents.shape
+    order = torch.arange(k, device=parents.device)  # (K,)
+    same_parent = parents[:, :, None] == parents[:, None, :]  # (A, K, K)
+    first = ~(same_parent & (order[None, :] < order[:, None])).any(dim=2)  # (A, K)
+    kept = torch.zeros_like(parents).scatter_add_(1, parents, first.long()) > 0  # (A, K)
+    free_slots = (kept.long() * k + order).argsort(dim=1)  # (A, K) the free slots first
+    movers = (first.long() * k + order).argsort(dim=1)  # (A, K) children that move first
+    slot = torch.empty_like(parents).scatter_(1, movers, free_slots)  # right for movers
+    slot = torch.where(first, parents, slot)  # (A, K) each survivor's slot
+    return torch.empty_like(parents).scatter_(1, slot, order.expand(a, k))
 
 
 def _restrict(log_probs: Tensor, *, at_max: Tensor) -> None:

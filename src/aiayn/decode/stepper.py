@@ -16,6 +16,7 @@ from torch import Tensor
 
 from aiayn.models.transformer import Transformer
 from aiayn.modules import KVCache
+from aiayn.modules.packed_linear import packed_for_inference
 
 
 class StepDecoder(Protocol):
@@ -49,7 +50,10 @@ class TransformerStepper:
     self-attention keys/values grow by one, encoder–decoder keys/values are computed once."""
 
     def __init__(self, model: Transformer):
+        """The output projection is packed once here (``packed_for_inference``): build a
+        new stepper after changing the model's weights."""
         self.model = model
+        self.project = packed_for_inference(model.output.proj)
 
     def start(self, src: Tensor, beam: int) -> TransformerState:
         """Encode once per sentence: the ``beam`` rows of a sentence share its memory keys
@@ -59,9 +63,12 @@ class TransformerStepper:
         return TransformerState(src_mask, self.model.start_cache(memory))
 
     def step(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
-        logits, cache = self.model.decode(tokens, None, state.src_mask, cache=state.cache)
-        log_probs = logits[:, -1].float().log_softmax(dim=-1)  # (N, V)
-        return log_probs, TransformerState(state.src_mask, cache)
+        states, cache = self.model.decode_states(tokens, None, state.src_mask, cache=state.cache)
+        return self._log_probs(states[:, -1]), TransformerState(state.src_mask, cache)
+
+    def _log_probs(self, states: Tensor) -> Tensor:
+        """(N, D) final decoder states -> (N, V) next-token log-probabilities."""
+        return self.project(states).float().log_softmax(dim=-1)
 
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
@@ -88,8 +95,8 @@ class UncachedTransformerStepper(TransformerStepper):
     def step(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
         memory, src_mask, prefix = state
         prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
-        logits, _ = self.model.decode(prefix, memory, src_mask)  # (N, t+1, V)
-        return logits[:, -1].float().log_softmax(dim=-1), (memory, src_mask, prefix)
+        states, _ = self.model.decode_states(prefix, memory, src_mask)  # (N, t+1, D)
+        return self._log_probs(states[:, -1]), (memory, src_mask, prefix)
 
     def reorder(
         self,

@@ -167,8 +167,22 @@ class Transformer(nn.Module):
         Returns:
             (B, T, V) logits and the cache extended by T positions.
         """
+        states, cache = self.decode_states(tgt, memory, src_mask, cache=cache, tgt_mask=tgt_mask)
+        return self.output(states), cache
+
+    def decode_states(
+        self,
+        tgt: Tensor,
+        memory: Tensor | None,
+        src_mask: Tensor | None,
+        *,
+        cache: KVCache | None = None,
+        tgt_mask: Tensor | None = None,
+    ) -> tuple[Tensor, KVCache]:
+        """``decode`` without the output projection: (B, T, D) final decoder states, for
+        callers that project them themselves (decoding, with a packed weight)."""
         out, cache = self._decode(tgt, memory, src_mask, cache=cache, tgt_mask=tgt_mask)
-        return self.output(out.x), cache
+        return out.x, cache
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits: (B, S) source, (B, T) decoder input -> (B, T, V)."""
