@@ -13,7 +13,7 @@ from aiayn.modules import (
     sinusoid_table,
 )
 from aiayn.modules.cache import KVCache
-from aiayn.modules.kv_buffer import KeyValueBuffer, StaleCacheError
+from aiayn.modules.kv_buffer import KeyValueBuffer
 from aiayn.modules.packed_linear import PackedLinear, packed_for_inference
 from aiayn.modules.positional import SinusoidalConcatPositionalEncoding
 
@@ -73,19 +73,18 @@ def _positions(b: int, t: int, start: int = 0) -> torch.Tensor:
     return (rows + torch.arange(start, start + t)[None, None, :, None]).float()
 
 
-def test_key_value_buffer_grows_in_place_and_keeps_old_values_intact():
+def test_key_value_buffer_extends_contiguously_and_keeps_old_values_intact():
     kv = KeyValueBuffer.wrap(_positions(2, 1), _positions(2, 1))
     steps = [kv]
     for t in range(1, 40):
         steps.append(steps[-1].extended(_positions(2, 1, t), _positions(2, 1, t)))
     last = steps[-1]
-    assert last.length == 40 and last.capacity >= 40
+    assert last.length == 40 and last.keys.is_contiguous()
     torch.testing.assert_close(last.keys, _positions(2, 40))
-    assert steps[-2].keys_buffer.data_ptr() == last.keys_buffer.data_ptr()  # no copy
-    torch.testing.assert_close(steps[10].values, _positions(2, 11))  # earlier views unchanged
+    torch.testing.assert_close(steps[10].values, _positions(2, 11))  # earlier values unchanged
 
 
-def test_key_value_buffer_branching_copies_instead_of_overwriting():
+def test_key_value_buffer_branches_without_overwriting():
     base = KeyValueBuffer.wrap(_positions(1, 3), _positions(1, 3)).extended(
         _positions(1, 1, 3), _positions(1, 1, 3)
     )
@@ -95,15 +94,17 @@ def test_key_value_buffer_branching_copies_instead_of_overwriting():
     torch.testing.assert_close(base.keys, _positions(1, 4))
 
 
-def test_key_value_buffer_select_picks_rows_and_keeps_capacity():
+def test_key_value_buffer_selections_compose_and_are_gathered_when_extended():
     kv = KeyValueBuffer.wrap(_positions(3, 2), _positions(3, 2)).extended(
         _positions(3, 1, 2), _positions(3, 1, 2)
     )
-    picked = kv.select(torch.tensor([2, 2, 0]))
-    torch.testing.assert_close(picked.keys, _positions(3, 3)[[2, 2, 0]])
-    assert picked.capacity == kv.capacity
-    grown = picked.extended(_positions(3, 1, 3), _positions(3, 1, 3))
-    torch.testing.assert_close(grown.values[:, :, 3], _positions(3, 1, 3)[:, :, 0])
+    picked = kv.select(torch.tensor([2, 2, 0])).select(torch.tensor([2, 0]))  # rows 0, 2
+    assert picked.stored_keys is kv.stored_keys  # recorded, not copied
+    torch.testing.assert_close(picked.keys, _positions(3, 3)[[0, 2]])
+    grown = picked.extended(_positions(2, 1, 3), _positions(2, 1, 3))
+    torch.testing.assert_close(grown.values[:, :, :3], _positions(3, 3)[[0, 2]])
+    torch.testing.assert_close(grown.values[:, :, 3], _positions(2, 1, 3)[:, :, 0])
+    assert grown.rows is None and grown.keys.is_contiguous()
 
 
 @pytest.mark.parametrize("pos", [0, 1, 7, 50])
@@ -154,37 +155,7 @@ def test_unknown_activation_is_rejected():
         PositionwiseFeedForward(d_model=8, d_ff=16, activation="tanh")
 
 
-def test_key_value_buffer_reorders_in_place_and_refuses_stale_reads():
-    kv = KeyValueBuffer.wrap(_positions(4, 2), _positions(4, 2)).extended(
-        _positions(4, 1, 2), _positions(4, 1, 2)
-    )
-    index = torch.tensor([0, 0, 2, 2])  # rows 1 and 3 take the places of rows 0 and 2
-    moved = torch.tensor([1, 3])
-    expected = _positions(4, 3)[index]
-    reordered = kv.reordered(index, moved)
-    assert reordered.keys_buffer.data_ptr() == kv.keys_buffer.data_ptr()  # in place
-    torch.testing.assert_close(reordered.keys, expected)
-    torch.testing.assert_close(reordered.values, expected)
-    with pytest.raises(StaleCacheError):
-        kv.select(torch.tensor([0]))
-    grown = reordered.extended(_positions(4, 1, 3), _positions(4, 1, 3))
-    torch.testing.assert_close(grown.keys[:, :, :3], expected)
-
-
-def test_key_value_buffer_copies_when_moves_overlap_or_a_later_step_exists():
-    kv = KeyValueBuffer.wrap(_positions(3, 2), _positions(3, 2)).extended(
-        _positions(3, 1, 2), _positions(3, 1, 2)
-    )
-    swapped = kv.reordered(torch.tensor([1, 0, 2]), None)  # a swap cannot move in place
-    assert swapped.keys_buffer.data_ptr() != kv.keys_buffer.data_ptr()
-    torch.testing.assert_close(swapped.keys, _positions(3, 3)[[1, 0, 2]])
-    kv.extended(_positions(3, 1, 3), _positions(3, 1, 3))  # kv is no longer the latest
-    older = kv.reordered(torch.tensor([0, 0, 2]), torch.tensor([1]))
-    assert older.keys_buffer.data_ptr() != kv.keys_buffer.data_ptr()
-    torch.testing.assert_close(kv.keys, _positions(3, 3))
-
-
-def test_kv_cache_reorder_moves_rows_of_every_layer():
+def test_kv_cache_reorder_selects_rows_of_every_layer():
     layers = tuple(
         KeyValueBuffer.wrap(_positions(3, 2) + i, _positions(3, 2) - i).extended(
             _positions(3, 1, 2) + i, _positions(3, 1, 2) - i
@@ -192,7 +163,7 @@ def test_kv_cache_reorder_moves_rows_of_every_layer():
         for i in range(2)
     )
     cache = KVCache(self_attn=layers, cross_attn=(), length=3)
-    for index in ([2, 1, 2], [1, 0, 2], [0, 1, 2]):  # in place; a swap (copied); nothing
+    for index in ([2, 1, 2], [1, 0, 2], [0, 1, 2]):
         expected = [(kv.keys[index].clone(), kv.values[index].clone()) for kv in cache.self_attn]
         cache = cache.reorder(torch.tensor(index))
         for kv, (keys, values) in zip(cache.self_attn, expected, strict=True):

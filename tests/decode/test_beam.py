@@ -5,7 +5,7 @@ import torch
 
 from aiayn.config import EOS_ID
 from aiayn.decode import beam_search, greedy_search, length_penalty
-from aiayn.decode.beam import _keep_in_place, row_topk
+from aiayn.decode.beam import row_topk
 
 from .scripted import A, B, C, ScriptedDecoder
 
@@ -117,18 +117,3 @@ def test_row_topk_equals_topk(width):
     finite = expected_values.isfinite()
     assert torch.equal(columns[finite], expected_columns[finite])
     assert torch.equal(x.gather(1, columns), values)
-
-
-def test_beams_keep_their_slots_where_they_can():
-    parents = torch.tensor([[0, 0, 3, 1, 3], [4, 4, 4, 4, 4], [0, 1, 2, 3, 4]])
-    slots = _keep_in_place(parents)  # (A, K): survivor in each slot
-    assert sorted(slots[0].tolist()) == list(range(5))
-    new_parents = parents.gather(1, slots)
-    assert new_parents[0].tolist() == [0, 1, 0, 3, 3]  # slots 0, 1, 3 keep a child
-    assert new_parents[1].tolist() == [4, 4, 4, 4, 4] and slots[1, 4] == 0
-    assert slots[2].tolist() == [0, 1, 2, 3, 4]
-    moved = new_parents != torch.arange(5)
-    for row in range(3):  # a slot that changes is never the parent of another survivor
-        assert not set(torch.nonzero(moved[row]).flatten().tolist()) & set(
-            new_parents[row][moved[row]].tolist()
-        )

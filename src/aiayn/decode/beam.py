@@ -88,8 +88,6 @@ def beam_search(
             )  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
-        slots = _keep_in_place(top_beam.gather(1, pick))  # (A, K)
-        alive, pick = alive.gather(1, slots), pick.gather(1, slots)
         bound = alive.max(dim=1).values / best_possible_lp[active]  # (A,) best still reachable
         done = ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)  # (A,)
         if done.all():
@@ -153,33 +151,6 @@ def row_topk(x: Tensor, n: int, *, block: int = TOPK_BLOCK) -> tuple[Tensor, Ten
         columns = torch.cat([columns, tail], dim=1)  # (N, C)
     values, picked = x.gather(1, columns).topk(n, dim=1)  # (N, n) each
     return values, columns.gather(1, picked)
-
-
-def _keep_in_place(parents: Tensor) -> Tensor:
-    """Which survivor goes to which beam slot, so that as many beams as possible stay where
-    they are: then reordering the cache moves few rows (``KVCache.reorder``).
-
-    Each parent's first surviving child takes its parent's slot; the other children take
-    the slots of beams that had none, in order. So a row that moves never had a surviving
-    child, and is never the source of another move. The order of beams within a sentence
-    means nothing to the search.
-
-    Args:
-        parents: (A, K) the beam each survivor extends.
-
-    Returns:
-        (A, K) for each slot, the survivor that goes there.
-    """
-    a, k = parents.shape
-    order = torch.arange(k, device=parents.device)  # (K,)
-    same_parent = parents[:, :, None] == parents[:, None, :]  # (A, K, K)
-    first = ~(same_parent & (order[None, :] < order[:, None])).any(dim=2)  # (A, K)
-    kept = torch.zeros_like(parents).scatter_add_(1, parents, first.long()) > 0  # (A, K)
-    free_slots = (kept.long() * k + order).argsort(dim=1)  # (A, K) the free slots first
-    movers = (first.long() * k + order).argsort(dim=1)  # (A, K) children that move first
-    slot = torch.empty_like(parents).scatter_(1, movers, free_slots)  # right for movers
-    slot = torch.where(first, parents, slot)  # (A, K) each survivor's slot
-    return torch.empty_like(parents).scatter_(1, slot, order.expand(a, k))
 
 
 def _restrict(log_probs: Tensor, *, at_max: Tensor) -> None:

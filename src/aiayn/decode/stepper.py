@@ -8,6 +8,7 @@ Shapes: B sentences, K beams, N = B·K rows, S source length, V vocabulary.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,7 +69,10 @@ class TransformerStepper:
 
     def _log_probs(self, states: Tensor) -> Tensor:
         """(N, D) final decoder states -> (N, V) next-token log-probabilities."""
-        return self.project(states).float().log_softmax(dim=-1)
+        logits = self.project(states).float()  # (N, V)
+        if logits.device.type == "cpu" and _log_softmax_can_overwrite(logits.size(-1)):
+            return torch.log_softmax(logits, dim=-1, out=logits)
+        return logits.log_softmax(dim=-1)
 
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
@@ -111,3 +115,18 @@ class UncachedTransformerStepper(TransformerStepper):
         if sentences is not None:
             memory, src_mask = memory.index_select(0, index), src_mask.index_select(0, index)
         return memory, src_mask, prefix.index_select(0, index)
+
+
+@functools.cache
+def _log_softmax_can_overwrite(width: int) -> bool:
+    """Whether PyTorch's CPU log-softmax may write its result over its input, checked once
+    per row width on this PyTorch: its kernel reads a row before writing it, which is not
+    a documented promise. Overwriting the logits instead of writing a second (N, V) table
+    makes a tiny model's beam search ~6% faster here."""
+    x = torch.randn(3, width, generator=torch.Generator().manual_seed(0))
+    expected = x.log_softmax(dim=-1)
+    try:
+        torch.log_softmax(x, dim=-1, out=x)
+    except RuntimeError:
+        return False
+    return torch.equal(x, expected)

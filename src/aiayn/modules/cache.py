@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 from aiayn.modules.attention import KeyValue
@@ -19,8 +18,8 @@ class KVCache:
     """Keys and values the decoder has already computed.
 
     Attributes:
-        self_attn: per decoder layer, self-attention keys and values (B, H, L, Dh) in
-            buffers with room for more positions, or None before the first step.
+        self_attn: per decoder layer, self-attention keys and values (B, H, L, Dh), or
+            None before the first step.
         cross_attn: per decoder layer, encoder–decoder keys and values (B, H, S, Dh),
             computed once from the encoder output; empty for a decoder-only model.
         length: L, the number of target positions already decoded; the next token's
@@ -42,20 +41,12 @@ class KVCache:
     def reorder(self, index: Tensor, *, memory_index: Tensor | None = None) -> KVCache:
         """Select batch rows, e.g. the surviving beams: row i of the result is row index[i].
 
-        This cache is consumed: when the batch keeps its size, self-attention rows move in
-        place where they can (see ``KeyValueBuffer.reordered``), and reading this cache
-        afterwards raises ``StaleCacheError``. Encoder–decoder keys/values are held once
-        per sentence and shared by its beams (see ``CrossAttention``), so beams reselected
-        within their sentences leave them alone; ``memory_index`` selects sentences among
-        them (e.g. to drop finished ones).
+        Self-attention rows are gathered by the next step, as it copies the cache anyway
+        (see ``KeyValueBuffer``). Encoder–decoder keys/values are held once per sentence and
+        shared by its beams (see ``CrossAttention``), so beams reselected within their
+        sentences leave them alone; ``memory_index`` selects sentences among them (e.g. to
+        drop finished ones).
         """
-        layers = [kv for kv in self.self_attn if kv is not None]
-        if memory_index is None and layers and len(index) == layers[0].keys_buffer.size(0):
-            moved = _moved_rows(index)
-            self_attn = tuple(
-                None if kv is None else kv.reordered(index, moved) for kv in self.self_attn
-            )
-            return KVCache(self_attn=self_attn, cross_attn=self.cross_attn, length=self.length)
 
         def pick(kv: KeyValue, rows: Tensor) -> KeyValue:
             return kv[0].index_select(0, rows), kv[1].index_select(0, rows)
@@ -69,12 +60,3 @@ class KVCache:
             ),
             length=self.length,
         )
-
-
-def _moved_rows(index: Tensor) -> Tensor | None:
-    """The rows i with index[i] != i, (M,); None if one of them is also the source of a
-    moved row (then moving rows in place would overwrite a row before it is read)."""
-    moved = (index != torch.arange(len(index), device=index.device)).nonzero().squeeze(1)
-    if torch.isin(index.index_select(0, moved), moved).any():
-        return None
-    return moved

@@ -1,133 +1,73 @@
-"""One layer's self-attention keys and values, stored with room to grow (decoding speed).
+"""One layer's self-attention keys and values while decoding, kept contiguous (decoding speed).
 
-Decoding appends one position per step. Concatenating would copy all L cached positions at
-every step (O(L²) over a sentence); a buffer with spare capacity takes the new position in
-place, and grows by doubling when full. Beam search reorders rows at every step; the latest
-buffer moves only the rows that change, in place, instead of copying the whole cache.
+Each step reads every cached position of every row, so the layout of the cache decides the
+speed of attention: on CPU, a step over contiguous (B, H, L, Dh) keys runs 2.5× faster than
+over the first L positions of larger buffers (measured here, B·H = 1,280 rows of 20
+positions: 0.32 vs 0.83 ms). So each step copies the cache once, into new contiguous tensors
+with the new positions at the end; that copy streams through memory, and it also applies the
+rows a beam search selected since the last step, which are only recorded until then.
 
-Shapes: B batch, H heads, L filled positions, C capacity ≥ L, Dh head dim.
+Shapes: B rows, H heads, L positions, Dh head dim.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-MIN_CAPACITY = 16
-
-
-@dataclass
-class _Storage:
-    """What every view of one pair of buffers shares."""
-
-    filled: int  # positions written so far
-    version: int = 0  # bumped when rows move in place: views of older versions are stale
-
-
-class StaleCacheError(RuntimeError):
-    """A cache was read after a later reorder moved its rows in place."""
-
 
 @dataclass(frozen=True)
 class KeyValueBuffer:
-    """Keys and values of L positions, the first L of buffers with capacity C.
+    """Keys and values of L positions for B rows: the rows ``rows`` of stored tensors.
 
-    ``extended`` never changes what an existing buffer holds: it writes in place only past
-    ``length`` when nothing has been written there yet (the usual chain of decoding steps);
-    extending the same buffer a second time, e.g. to branch, copies instead.
-
-    ``reordered`` consumes the buffer it is called on: rows move in place, and reading the
-    old buffer afterwards raises ``StaleCacheError`` rather than returning moved rows.
+    A value like any other: ``extended`` and ``select`` return new buffers and never change
+    what an existing one holds.
     """
 
-    keys_buffer: Tensor  # (B, H, C, Dh)
-    values_buffer: Tensor  # (B, H, C, Dh)
-    length: int
-    _storage: _Storage = field(repr=False, compare=False)
-    _version: int = field(default=0, repr=False, compare=False)
+    stored_keys: Tensor  # (B0, H, L, Dh)
+    stored_values: Tensor  # (B0, H, L, Dh)
+    rows: Tensor | None = None  # (B,) rows of the stored tensors; None: all B0, in order
 
     @classmethod
     def wrap(cls, keys: Tensor, values: Tensor) -> KeyValueBuffer:
-        """Full buffers (C = L) around (B, H, L, Dh) keys and values, without copying."""
-        length = keys.size(2)
-        return cls(keys, values, length, _Storage(length))
+        """A buffer around (B, H, L, Dh) keys and values, without copying."""
+        return cls(keys, values)
+
+    @property
+    def length(self) -> int:
+        return self.stored_keys.size(2)
 
     @property
     def keys(self) -> Tensor:
-        self._check_current()
-        return self.keys_buffer[:, :, : self.length]  # (B, H, L, Dh)
+        return self._picked(self.stored_keys)  # (B, H, L, Dh)
 
     @property
     def values(self) -> Tensor:
-        self._check_current()
-        return self.values_buffer[:, :, : self.length]  # (B, H, L, Dh)
-
-    @property
-    def capacity(self) -> int:
-        return self.keys_buffer.size(2)
+        return self._picked(self.stored_values)  # (B, H, L, Dh)
 
     def extended(self, keys: Tensor, values: Tensor) -> KeyValueBuffer:
-        """These L positions followed by T new ones, (B, H, T, Dh) each."""
-        self._check_current()
-        end = self.length + keys.size(2)
-        if end <= self.capacity and self._storage.filled == self.length:
-            k_buf, v_buf, storage = self.keys_buffer, self.values_buffer, self._storage
-        else:
-            capacity = max(2 * end, MIN_CAPACITY)
-            k_buf, v_buf = self._grown(self.keys, capacity), self._grown(self.values, capacity)
-            storage = _Storage(self.length)
-        k_buf[:, :, self.length : end] = keys
-        v_buf[:, :, self.length : end] = values
-        storage.filled = end
-        return KeyValueBuffer(k_buf, v_buf, end, storage, storage.version)
-
-    def select(self, index: Tensor) -> KeyValueBuffer:
-        """Rows ``index`` (B',) of the batch, in new buffers of the same capacity."""
-        k_buf = self._empty_like(len(index), self.capacity)
-        v_buf = self._empty_like(len(index), self.capacity)
-        torch.index_select(self.keys, 0, index, out=k_buf[:, :, : self.length])
-        torch.index_select(self.values, 0, index, out=v_buf[:, :, : self.length])
-        return KeyValueBuffer(k_buf, v_buf, self.length, _Storage(self.length))
-
-    def reordered(self, index: Tensor, moved: Tensor | None) -> KeyValueBuffer:
-        """Row i becomes row ``index[i]`` (B,); ``select`` with the batch size kept.
-
-        Args:
-            index: (B,) the row each row is taken from.
-            moved: (M,) the rows i with index[i] != i, none of which is itself a source
-                ``index[j]`` of a moved row j; None when that does not hold.
-
-        With ``moved``, and when this is the latest buffer of its storage, only the moved
-        rows are written, in place; otherwise the rows are copied into new buffers.
-        """
-        self._check_current()
-        if moved is None or self._storage.filled != self.length:
-            return self.select(index)
-        if len(moved) == 0:
-            return self
-        sources = index.index_select(0, moved)  # (M,)
-        for buf in (self.keys_buffer, self.values_buffer):
-            filled = buf[:, :, : self.length]  # (B, H, L, Dh)
-            filled.index_copy_(0, moved, filled.index_select(0, sources))
-        self._storage.version += 1
+        """These L positions followed by T new ones, (B, H, T, Dh) each, contiguous."""
         return KeyValueBuffer(
-            self.keys_buffer, self.values_buffer, self.length, self._storage, self._storage.version
+            self._joined(self.stored_keys, keys), self._joined(self.stored_values, values)
         )
 
-    def _check_current(self) -> None:
-        if self._version != self._storage.version:
-            raise StaleCacheError(
-                "this cache was reordered in place since: use the cache reorder returned"
-            )
+    def select(self, index: Tensor) -> KeyValueBuffer:
+        """Rows ``index`` (B',) of the batch; recorded now, gathered by the next ``extended``."""
+        rows = index if self.rows is None else self.rows.index_select(0, index)
+        return KeyValueBuffer(self.stored_keys, self.stored_values, rows)
 
-    def _grown(self, filled: Tensor, capacity: int) -> Tensor:
-        """A new (B, H, capacity, Dh) buffer starting with the L ``filled`` positions."""
-        buf = self._empty_like(filled.size(0), capacity)
-        buf[:, :, : self.length] = filled
-        return buf
+    def _picked(self, stored: Tensor) -> Tensor:
+        return stored if self.rows is None else stored.index_select(0, self.rows)
 
-    def _empty_like(self, batch: int, capacity: int) -> Tensor:
-        _, h, _, dh = self.keys_buffer.shape
-        return self.keys_buffer.new_empty(batch, h, capacity, dh)
+    def _joined(self, stored: Tensor, new: Tensor) -> Tensor:
+        """(B, H, L + T, Dh): the selected rows of ``stored``, then ``new``."""
+        b, h, t, dh = new.shape
+        joined = new.new_empty(b, h, self.length + t, dh)
+        if self.rows is None:
+            joined[:, :, : self.length] = stored
+        else:
+            torch.index_select(stored, 0, self.rows, out=joined[:, :, : self.length])
+        joined[:, :, self.length :] = new
+        return joined
