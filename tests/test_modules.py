@@ -13,7 +13,7 @@ from aiayn.modules import (
     sinusoid_table,
 )
 from aiayn.modules.cache import KVCache
-from aiayn.modules.kv_buffer import KeyValueBuffer
+from aiayn.modules.kv_buffer import SPARE_ROOM_FROM, KeyValueBuffer
 from aiayn.modules.packed_linear import PackedLinear, packed_for_inference
 from aiayn.modules.positional import SinusoidalConcatPositionalEncoding
 
@@ -82,6 +82,20 @@ def test_key_value_buffer_extends_contiguously_and_keeps_old_values_intact():
     assert last.length == 40 and last.keys.is_contiguous()
     torch.testing.assert_close(last.keys, _positions(2, 40))
     torch.testing.assert_close(steps[10].values, _positions(2, 11))  # earlier values unchanged
+
+
+def test_long_key_value_buffer_leaves_room_and_grows_in_place():
+    kv = KeyValueBuffer.wrap(_positions(1, SPARE_ROOM_FROM), _positions(1, SPARE_ROOM_FROM))
+    first = kv.extended(_positions(1, 1, SPARE_ROOM_FROM), _positions(1, 1, SPARE_ROOM_FROM))
+    second = first.extended(
+        _positions(1, 1, SPARE_ROOM_FROM + 1), _positions(1, 1, SPARE_ROOM_FROM + 1)
+    )
+    assert second.stored_keys.data_ptr() == first.stored_keys.data_ptr()  # no copy
+    torch.testing.assert_close(second.keys, _positions(1, SPARE_ROOM_FROM + 2))
+    torch.testing.assert_close(first.keys, _positions(1, SPARE_ROOM_FROM + 1))
+    branch = first.extended(torch.full((1, 1, 1, 1), -1.0), torch.full((1, 1, 1, 1), -1.0))
+    assert branch.keys[0, 0, -1, 0] == -1
+    torch.testing.assert_close(second.keys, _positions(1, SPARE_ROOM_FROM + 2))
 
 
 def test_key_value_buffer_branches_without_overwriting():
