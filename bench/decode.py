@@ -56,8 +56,8 @@ class HoldEOS:
     def __init__(self, inner):
         self.inner = inner
 
-    def start(self, src, beam):
-        return self.inner.start(src, beam)
+    def start(self, src):
+        return self.inner.start(src)
 
     def step(self, tokens, state):
         log_probs, state = self.inner.step(tokens, state)

@@ -68,22 +68,21 @@ def beam_search(
     b, k = src.size(0), beam
     max_len = (src != PAD_ID).sum(dim=1) + max_len_b  # (B,)
     longest = int(max_len.max())
-    state = decoder.start(src, k)
+    state = decoder.start(src)  # one beam per sentence at the start: K would be duplicates
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
-    tokens = torch.full((b * k, 1), BOS_ID, dtype=torch.long, device=device)  # (A·K, 1)
-    alive = torch.full((b, k), NEG_INF, device=device)  # (A, K)
-    alive[:, 0] = 0.0  # one live beam at the start: the others would duplicate it
+    tokens = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (A·W, 1)
+    alive = torch.zeros((b, 1), device=device)  # (A, W): W = 1 beam now, K after the first step
     pool = _Pool(b, k, longest + 2, device)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
     for step in range(longest):
-        a = len(active)
-        log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·K, V)
-        _restrict(log_probs, at_max=(step + 1 >= max_len[active]).repeat_interleave(k))
+        a, width = alive.shape
+        log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
+        _restrict(log_probs, at_max=(step + 1 >= max_len[active]).repeat_interleave(width))
         top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k)  # (A, 2K)
         is_eos = top_token == EOS_ID
         finished = is_eos & torch.isfinite(top_logp)
         if finished.any():
-            prefixes = tokens.view(a, k, -1).gather(
+            prefixes = tokens.view(a, width, -1).gather(
                 1, top_beam[:, :, None].expand(-1, -1, tokens.size(1))
             )  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
@@ -92,7 +91,7 @@ def beam_search(
         done = ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)  # (A,)
         if done.all():
             break
-        rows = top_beam.gather(1, pick) + k * torch.arange(a, device=device)[:, None]  # (A, K)
+        rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
         new_tokens = top_token.gather(1, pick)  # (A, K)
         kept = None
         if done.any():  # finished sentences leave the batch

@@ -34,7 +34,7 @@ def greedy_search(
         if max_len is None
         else torch.full((b,), max_len, device=src.device)
     )  # (B,)
-    state = decoder.start(src, 1)
+    state = decoder.start(src)
     token = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []

@@ -3,7 +3,7 @@
 Search code sees only ``start``, ``step`` and ``reorder``, so tests can replace the model by
 a scripted decoder with hand-set probabilities (fairseq's approach).
 
-Shapes: B sentences, K beams, N = B·K rows, S source length, V vocabulary.
+Shapes: B sentences, W rows (beams) per sentence, N = B·W rows, S source length, V vocabulary.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from aiayn.modules.packed_linear import packed_for_inference
 
 
 class StepDecoder(Protocol):
-    """One decoding step at a time, for N rows (sentences × beams)."""
+    """One decoding step at a time, for N rows: W consecutive rows per sentence (its
+    beams), the same W for every sentence (row b·W + w is beam w of sentence b)."""
 
-    def start(self, src: Tensor, beam: int) -> Any:
-        """Encode (B, S) sources; return a state for B·K rows (row b·K + k is beam k of b)."""
+    def start(self, src: Tensor) -> Any:
+        """Encode (B, S) sources; return a state for B rows, one per sentence."""
         ...
 
     def step(self, tokens: Tensor, state: Any) -> tuple[Tensor, Any]:
@@ -32,10 +33,11 @@ class StepDecoder(Protocol):
         ...
 
     def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
-        """Keep rows ``index`` (N',), each taken from a beam of the same sentence.
+        """Keep rows ``index`` (N',), each taken from a beam of the same sentence; N' may
+        be more than N (beam search starts with one row per sentence, then keeps K).
 
         With ``sentences`` (B',), only those sentences remain, in that order (finished ones
-        leave the batch), and ``index`` holds the K rows of each of them.
+        leave the batch), and ``index`` holds the W' rows of each of them.
         """
         ...
 
@@ -56,8 +58,8 @@ class TransformerStepper:
         self.model = model
         self.project = packed_for_inference(model.output.proj)
 
-    def start(self, src: Tensor, beam: int) -> TransformerState:
-        """Encode once per sentence: the ``beam`` rows of a sentence share its memory keys
+    def start(self, src: Tensor) -> TransformerState:
+        """Encode once per sentence: later, the beams of a sentence share its memory keys
         and values (``CrossAttention`` groups their queries), so nothing is repeated."""
         src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
         memory = self.model.encode(src, src_mask)  # (B, S, D)
@@ -89,12 +91,11 @@ class UncachedTransformerStepper(TransformerStepper):
     """Re-decodes the whole prefix at every step, without a cache: the reference that cached
     decoding must equal, and the floor in ``bench/decode.py``."""
 
-    def start(self, src: Tensor, beam: int) -> tuple[Tensor, Tensor, Tensor]:
+    def start(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
         memory = self.model.encode(src, src_mask)  # (B, S, D)
-        rows = torch.arange(src.size(0), device=src.device).repeat_interleave(beam)  # (N,)
-        prefix = torch.zeros(len(rows), 0, dtype=torch.long, device=src.device)  # (N, 0)
-        return memory.index_select(0, rows), src_mask.index_select(0, rows), prefix
+        prefix = torch.zeros(src.size(0), 0, dtype=torch.long, device=src.device)  # (B, 0)
+        return memory, src_mask, prefix
 
     def step(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
         memory, src_mask, prefix = state
@@ -110,9 +111,10 @@ class UncachedTransformerStepper(TransformerStepper):
         sentences: Tensor | None = None,
     ) -> Any:
         """Memory and mask are held per row here; beams of one sentence share identical rows,
-        so they are selected only when sentences leave the batch."""
+        so they are selected only when the rows of sentences change (in number, or when
+        sentences leave the batch)."""
         memory, src_mask, prefix = state
-        if sentences is not None:
+        if sentences is not None or len(index) != len(prefix):
             memory, src_mask = memory.index_select(0, index), src_mask.index_select(0, index)
         return memory, src_mask, prefix.index_select(0, index)
 
