@@ -1,12 +1,14 @@
 """Decoding speed, side by side: aiayn (KV cache), Hugging Face Marian, CTranslate2 and a
 no-cache loop.
 
-    python bench/decode.py [--sizes tiny base] [--repeats 3]
+    python bench/decode.py [--sizes tiny base] [--repeats 3] [--rounds 3]
 
 Sentences per second for greedy search and beam 5 on a batch of 64 sentences of 15 source
 tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is held back
 until the last step), random weights of the same dimensions, vocabulary 10,000, 2 threads.
-Each system runs in its own process; the allocator is named in every row. Medians.
+Each system runs in its own process; the allocator is named in every row. Medians of
+``--repeats`` timed runs per process, then over ``--rounds`` passes through all the rows
+(on a shared machine, a slow spell then falls on every system alike).
 "aiayn bf16" decodes under bfloat16 autocast (``aiayn translate --precision bf16``).
 CTranslate2 (``pip install ctranslate2``) decodes aiayn's own weights, exported by
 ``ct2_export.py``; its greedy output is checked against aiayn's, token for token. Its process
@@ -198,6 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=list(SIZES))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="passes over all the rows")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--export", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--ct2-dir")
@@ -211,34 +214,46 @@ def main() -> None:
     else:
         for size in args.sizes:
             with tempfile.TemporaryDirectory() as ct2_dir:
-                bench_size(size, args.repeats, ct2_dir)
+                bench_size(size, args.repeats, args.rounds, ct2_dir)
 
 
-def bench_size(size: str, repeats: int, ct2_dir: str) -> None:
-    print(f"\n{size}: sentences/s, {SENTENCES} sentences, {STEPS} steps, 2 threads")
+def bench_size(size: str, repeats: int, rounds: int, ct2_dir: str) -> None:
+    """Every row once per round, so that a slow spell of a shared machine falls on all
+    systems alike; each row's figure is the median over rounds."""
+    print(f"\n{size}: sentences/s, {SENTENCES} sentences, {STEPS} steps, 2 threads, medians")
     exported = measure_in_subprocess(__file__, [], "tuned", ["--export", size, ct2_dir])
     if isinstance(exported, str):
         print(f"  CTranslate2 export failed: {exported}")
+    rows = [
+        row
+        for row in RUNS
+        if not (row[0] == "no-cache loop" and size == "base")
+        and not (row[0].startswith("CTranslate2") and isinstance(exported, str))
+    ]
+    measured: dict[tuple[str, str, str], list[dict] | str] = {row: [] for row in rows}
+    for _ in range(rounds):
+        for row in rows:
+            system, search, allocator = row
+            result = measure_in_subprocess(
+                __file__,
+                [system, size, search, allocator],
+                allocator,
+                ["--repeats", str(repeats), "--ct2-dir", ct2_dir],
+            )
+            if isinstance(result, str):
+                measured[row] = result
+            elif isinstance(measured[row], list):
+                measured[row].append(result)
     print(f"  {'system':20} {'search':7} {'allocator':9} {'sent/s':>8}")
     results = {}
-    for system, search, allocator in RUNS:
-        if system == "no-cache loop" and size == "base":
+    for (system, search, allocator), runs in measured.items():
+        if isinstance(runs, str):
+            print(f"  {system:20} {search:7} {allocator:9} {'failed':>8}  ({runs})")
             continue
-        if system.startswith("CTranslate2") and isinstance(exported, str):
-            continue
-        measured = measure_in_subprocess(
-            __file__,
-            [system, size, search, allocator],
-            allocator,
-            ["--repeats", str(repeats), "--ct2-dir", ct2_dir],
-        )
-        if isinstance(measured, str):
-            print(f"  {system:20} {search:7} {allocator:9} {'failed':>8}  ({measured})")
-            continue
-        results.setdefault((system, search), measured["sentences_per_s"])
-        check = measured.get("same_as_aiayn")
+        value = statistics.median(r["sentences_per_s"] for r in runs)
+        results.setdefault((system, search), value)
+        check = runs[0].get("same_as_aiayn")
         note = f"  greedy output equal to aiayn's: {check:.0%} of sentences" if check else ""
-        value = measured["sentences_per_s"]
         print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
     for search in ("greedy", "beam5"):
         for ours_name in ("aiayn", "aiayn bf16"):
