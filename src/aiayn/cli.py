@@ -467,7 +467,8 @@ def bleu_validator(cfg):
     def validate(model) -> dict[str, float]:
         translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer)
         hyps = [t[0].text for t in translator.translate_ids(sources, options)]
-        return {"bleu": corpus_scores(hyps, references, tokenized=tokenized).bleu}
+        bleu = corpus_scores(hyps, references, tokenized=tokenized).bleu
+        return {"bleu": bleu, "bleu_beam": float(options.beam)}
 
     return validate
 

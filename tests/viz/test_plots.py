@@ -91,6 +91,7 @@ def test_curves_from_a_metrics_log(tmp_path):
             "nll": 4.4 - u / 200,
             "ppl": 80.0,
             "bleu": u / 10,
+            "bleu_beam": 1.0,
         }
         for u in (50, 100)
     ]
@@ -101,6 +102,7 @@ def test_curves_from_a_metrics_log(tmp_path):
     assert read_metrics(tmp_path)["train"][0]["loss"] == 9.0
     figure = curves_figure(tmp_path)
     assert len(figure.axes) == 3
+    assert figure.axes[2].get_title() == "Validation BLEU (greedy)"
     _check_image(save_figure(figure, tmp_path / "c.png"), min_size=(800, 200))
 
 

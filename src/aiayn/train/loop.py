@@ -284,7 +284,9 @@ class Trainer:
         else:
             self.state.stale_validations += 1
         extra = "".join(
-            f" | {k} {v:.2f}" for k, v in row.items() if k not in ("loss", "nll", "ppl")
+            f" | {k} {v:.2f}"
+            for k, v in row.items()
+            if k not in ("loss", "nll", "ppl", "bleu_beam")
         )
         self.metrics.line(
             f"valid  {self.state.update:>6} | loss {row['loss']:.3f} | nll {row['nll']:.3f} | "

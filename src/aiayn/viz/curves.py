@@ -26,6 +26,13 @@ def read_metrics(run_dir: str | Path) -> dict[str, list[dict[str, float]]]:
     return {kind: [by_update[u] for u in sorted(by_update)] for kind, by_update in rows.items()}
 
 
+def _bleu_title(beam: float | None) -> str:
+    """Which search the validation BLEU came from, when the log says (``run.valid_beam``)."""
+    if beam is None:
+        return "Validation BLEU"
+    return "Validation BLEU (greedy)" if beam == 1 else f"Validation BLEU (beam {beam:g})"
+
+
 def curves_figure(run_dir: str | Path) -> Any:
     """Loss (training and validation), learning rate, and validation BLEU if logged."""
     metrics = read_metrics(run_dir)
@@ -59,7 +66,7 @@ def curves_figure(run_dir: str | Path) -> Any:
     if has_bleu:
         bleu_rows = [r for r in valid if "bleu" in r]
         axes[2].plot([r["update"] for r in bleu_rows], [r["bleu"] for r in bleu_rows], "o-")
-        axes[2].set_title("Validation BLEU")
+        axes[2].set_title(_bleu_title(bleu_rows[-1].get("bleu_beam")))
         axes[2].set_xlabel("update")
     for ax in axes:
         ax.grid(alpha=0.3)
