@@ -5,7 +5,8 @@ over hypotheses. Finished hypotheses are kept aside in a per-sentence pool while
 beams continue; a sentence stops when no live beam can still beat its n-th best finished one,
 and its rows leave the batch, so later steps only compute what can still change the result.
 
-Shapes: B sentences, A ≤ B of them still decoding, K beam size, V vocabulary.
+Shapes: B sentences, A ≤ B of them still decoding, K beam size, W live beams per sentence
+(1 at the first step, then K), V vocabulary.
 """
 
 from __future__ import annotations
