@@ -102,9 +102,10 @@ class Translator:
         results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
         todo = [i for i, row in enumerate(sources) if len(row)]
         lengths = [len(row) + 1 for row in sources]
+        stepper = TransformerStepper(self.model)  # packs the output projection once
         for batch in _length_batches(todo, lengths, options.batch_tokens):
             src = _pad([[*sources[i], EOS_ID] for i in batch]).to(self.device)
-            for i, hyps in zip(batch, self._search(src, options), strict=True):
+            for i, hyps in zip(batch, self._search(stepper, src, options), strict=True):
                 results[i] = hyps
         return results
 
@@ -117,15 +118,16 @@ class Translator:
         warn(f"{message}; truncated to {options.max_src_len - 1}")
         return row[: options.max_src_len - 1]
 
-    def _search(self, src: torch.Tensor, options: SearchOptions) -> list[list[Translation]]:
+    def _search(
+        self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
+    ) -> list[list[Translation]]:
         bf16 = options.precision == "bf16"
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
-            return self._search_in_precision(src, options)
+            return self._search_in_precision(stepper, src, options)
 
     def _search_in_precision(
-        self, src: torch.Tensor, options: SearchOptions
+        self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
     ) -> list[list[Translation]]:
-        stepper = TransformerStepper(self.model)
         if options.beam == 1:
             out = greedy_search(stepper, src, max_len_b=options.max_len_b).tolist()
             return [[self._translation(_until_eos(row), 0.0)] for row in out]

@@ -37,8 +37,8 @@ class KeyValueBuffer:
     stored_keys: Tensor  # (B0, H, C, Dh)
     stored_values: Tensor  # (B0, H, C, Dh)
     length: int
-    rows: Tensor | None = None  # (B,) rows of the stored tensors; None: all B0, in order
-    _filled: list[int] = field(default_factory=list, repr=False, compare=False)  # shared
+    rows: Tensor | None  # (B,) rows of the stored tensors; None: all B0, in order
+    _filled: list[int] = field(repr=False, compare=False)  # positions written, shared
 
     @classmethod
     def wrap(cls, keys: Tensor, values: Tensor) -> KeyValueBuffer:
