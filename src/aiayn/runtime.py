@@ -43,10 +43,20 @@ def tune_allocator() -> str:
     return "glibc malloc (tuned: no mmap, no trim)" if ok else "glibc malloc (mallopt refused)"
 
 
-def select_device(spec: str) -> torch.device:
+def select_device(spec: str, *, local_rank: int = 0) -> torch.device:
+    """The device this process trains or decodes on.
+
+    ``auto`` is the GPU of this process's local rank when CUDA is available, else the CPU.
+    ``cuda`` without an index is also the local rank's GPU, so that the processes torchrun
+    starts on one machine each take their own GPU (``cuda:LOCAL_RANK``) rather than all
+    piling onto GPU 0. An explicit ``cuda:N`` is taken as given.
+    """
     if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(spec)
+        spec = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(spec)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", local_rank)
+    return device
 
 
 @dataclass(frozen=True)
@@ -66,11 +76,30 @@ class Distributed:
         return self.world_size > 1
 
 
-def init_distributed(device: torch.device) -> Distributed:
-    """Join the process group torchrun describes in the environment (gloo on CPU, NCCL on GPU)."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+def distributed_from_env(environ: dict[str, str] | None = None) -> Distributed:
+    """The ranks torchrun puts in the environment (RANK, WORLD_SIZE, LOCAL_RANK)."""
+    env = os.environ if environ is None else environ
+    world_size = int(env.get("WORLD_SIZE", "1"))
     if world_size == 1:
         return Distributed()
-    if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    return Distributed(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)))
+    return Distributed(int(env["RANK"]), world_size, int(env.get("LOCAL_RANK", "0")))
+
+
+def init_distributed(place: Distributed, device: torch.device) -> None:
+    """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); on a GPU,
+    first make ``device`` this process's current CUDA device, as NCCL expects."""
+    if not place.enabled or dist.is_initialized():
+        return
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl", device_id=device)
+    else:
+        dist.init_process_group(backend="gloo")
+
+
+def ddp_arguments(device: torch.device) -> dict[str, object]:
+    """DistributedDataParallel's placement arguments: on a GPU, the one device its replica
+    lives on (without them DDP treats the module as multi-device and GPU 0 as the output)."""
+    if device.type == "cuda":
+        return {"device_ids": [device.index], "output_device": device.index}
+    return {}

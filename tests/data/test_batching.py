@@ -104,3 +104,14 @@ def test_multi30k_padding_under_five_percent(tmp_path, multi30k_dir):
     for indices in sampler.batches(0):
         batch = collate(train, indices)
         assert max(batch.src.numel(), batch.tgt_in.numel()) <= 4096
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 500, 1999, 2000, 4096])
+def test_every_sentence_exactly_once_with_several_chunks(train_split, chunk_size):
+    """A corpus of several sampler chunks (WMT is ~35 chunks of the default size) is still
+    covered exactly once per epoch, shuffled or not."""
+    for shuffle in (True, False):
+        sampler = _sampler(train_split, seed=5, chunk_size=chunk_size, shuffle=shuffle)
+        for epoch in range(2):
+            everything = np.sort(np.concatenate(sampler.batches(epoch)))
+            assert np.array_equal(everything, np.arange(len(train_split)))

@@ -134,8 +134,8 @@ class TokenBatchSampler:
         batches: list[np.ndarray] = []
         for start in range(0, n, self.chunk_size):
             chunk = order[start : start + self.chunk_size]
-            order = length_order(self.src_lengths[chunk], self.tgt_lengths[chunk])
-            batches.extend(self._fill(chunk[order]))
+            by_length = length_order(self.src_lengths[chunk], self.tgt_lengths[chunk])
+            batches.extend(self._fill(chunk[by_length]))
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches

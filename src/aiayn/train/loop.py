@@ -20,7 +20,13 @@ from torch.nn.parallel import DistributedDataParallel
 
 from aiayn.config import TrainConfig, config_to_dict
 from aiayn.models import build_model
-from aiayn.runtime import Distributed, init_distributed, select_device
+from aiayn.runtime import (
+    Distributed,
+    ddp_arguments,
+    distributed_from_env,
+    init_distributed,
+    select_device,
+)
 from aiayn.train.checkpoint import (
     list_checkpoints,
     load_checkpoint,
@@ -77,8 +83,9 @@ class Trainer:
         self.run_dir = Path(cfg.run.dir)
         if cfg.run.threads > 0:
             torch.set_num_threads(cfg.run.threads)
-        self.device = select_device(cfg.run.device)
-        self.dist: Distributed = init_distributed(self.device)
+        self.dist: Distributed = distributed_from_env()
+        self.device = select_device(cfg.run.device, local_rank=self.dist.local_rank)
+        init_distributed(self.dist, self.device)
         self._log = log or (lambda m: print(m, file=sys.stderr, flush=True))
         self.task = make_task(cfg, self.dist, self.device)
         self.model_cfg = self.task.model_config(cfg.model)
@@ -91,7 +98,9 @@ class Trainer:
         self.loss_model = self.task.loss_module(self.model, epsilon=cfg.optim.label_smoothing)
         self.forward_model: nn.Module = self.loss_model
         if self.dist.enabled:
-            self.forward_model = DistributedDataParallel(self.loss_model)
+            self.forward_model = DistributedDataParallel(
+                self.loss_model, **ddp_arguments(self.device)
+            )
         if cfg.run.compile:
             self.forward_model = torch.compile(self.forward_model, dynamic=True)
         self.metrics = MetricsLog(self.run_dir, enabled=self.dist.is_main)
