@@ -7,10 +7,7 @@ import os
 import subprocess
 import sys
 
-SIZES = {
-    "tiny": dict(d_model=128, n_heads=4, d_ff=256, layers=4),
-    "base": dict(d_model=512, n_heads=8, d_ff=2048, layers=6),
-}
+SIZES = ("tiny", "base")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
 VOCAB = 10_000
 
 
@@ -42,35 +39,26 @@ def set_up_allocator(allocator: str) -> None:
 
 
 def aiayn_config(size: str, **overrides):
-    """aiayn's ModelConfig at one of SIZES, vocabulary VOCAB."""
-    from aiayn.config import ModelConfig
+    """aiayn's ModelConfig of preset ``size``, dropout 0.1 unless overridden, vocabulary VOCAB."""
+    from aiayn.config import model_preset
 
-    s = SIZES[size]
-    cfg = ModelConfig(
-        d_model=s["d_model"],
-        n_heads=s["n_heads"],
-        d_ff=s["d_ff"],
-        n_encoder_layers=s["layers"],
-        n_decoder_layers=s["layers"],
-        **overrides,
-    )
-    return cfg.with_vocab(VOCAB)
+    return model_preset(size, **{"dropout": 0.1, **overrides}).with_vocab(VOCAB)
 
 
 def marian_model(size: str, *, dropout: float = 0.1):
     """A Hugging Face MarianMTModel with aiayn's dimensions and special ids (random weights)."""
     from transformers import MarianConfig, MarianMTModel
 
-    s = SIZES[size]
+    s = aiayn_config(size)
     cfg = MarianConfig(
         vocab_size=VOCAB,
-        d_model=s["d_model"],
-        encoder_layers=s["layers"],
-        decoder_layers=s["layers"],
-        encoder_attention_heads=s["n_heads"],
-        decoder_attention_heads=s["n_heads"],
-        encoder_ffn_dim=s["d_ff"],
-        decoder_ffn_dim=s["d_ff"],
+        d_model=s.d_model,
+        encoder_layers=s.n_encoder_layers,
+        decoder_layers=s.n_decoder_layers,
+        encoder_attention_heads=s.n_heads,
+        decoder_attention_heads=s.n_heads,
+        encoder_ffn_dim=s.d_ff,
+        decoder_ffn_dim=s.d_ff,
         max_position_embeddings=128,
         pad_token_id=0,
         decoder_start_token_id=2,

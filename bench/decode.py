@@ -83,11 +83,11 @@ def aiayn_model(size: str):
 def aiayn_runner(size: str, search: str, cached: bool, bf16: bool = False):
     import torch
 
-    from aiayn.decode import TransformerStepper, beam_search, greedy_search
+    from aiayn.decode import beam_search, greedy_search, stepper_for
     from aiayn.decode.stepper import UncachedTransformerStepper
 
     model = aiayn_model(size)
-    stepper = HoldEOS(TransformerStepper(model) if cached else UncachedTransformerStepper(model))
+    stepper = HoldEOS(stepper_for(model) if cached else UncachedTransformerStepper(model))
     src = source()
 
     def run():
@@ -126,14 +126,14 @@ def export_for_ct2(size: str, directory: str) -> dict:
     import torch
     from ct2_export import export
 
-    from aiayn.decode import TransformerStepper, greedy_search
+    from aiayn.decode import greedy_search, stepper_for
 
     torch.set_num_threads(2)
     model = aiayn_model(size)
     export(model, directory)
     src = source()
     with torch.inference_mode():
-        out = greedy_search(HoldEOS(TransformerStepper(model)), src, max_len=STEPS)  # (B, T)
+        out = greedy_search(HoldEOS(stepper_for(model)), src, max_len=STEPS)  # (B, T)
     reference = {"source": src.tolist(), "aiayn_greedy": out[:, : STEPS - 1].tolist()}
     Path(directory, "reference.json").write_text(json.dumps(reference))
     return {"exported": directory}
@@ -198,7 +198,7 @@ def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | Non
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=list(SIZES))
+    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=SIZES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1, help="passes over all the rows")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from aiayn.cli import load_train_config
+from aiayn.config_io import load_train_config
 from aiayn.data.lm import prepare_lm
 from aiayn.decode import generate, load_language_model
 from aiayn.runtime import tune_allocator
@@ -48,7 +48,7 @@ def main() -> None:
             [f'data.dir="{work / "data"}"', f'run.dir="{work / "run"}"'],
         )
         start = time.perf_counter()
-        state = Trainer(cfg, log=lambda _: None).train()
+        state = Trainer(cfg).train()
         wall = time.perf_counter() - start
         model, _ = load_language_model(work / "run" / "best")
         cached, uncached = _generation_times(model, args.repeats)

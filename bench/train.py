@@ -52,7 +52,7 @@ def aiayn_step(size):
     from aiayn.models import build_model
     from aiayn.train.tasks import TranslationLoss
 
-    model = build_model(aiayn_config(size, dropout=0.1))
+    model = build_model(aiayn_config(size))
     loss_module = TranslationLoss(model, epsilon=0.1)
 
     def loss(src, tgt_in, tgt_out):
@@ -67,27 +67,27 @@ def torch_step(size):
     import torch.nn.functional as F
     from torch import nn
 
-    s = SIZES[size]
+    s = aiayn_config(size)
 
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
-            self.embed = nn.Embedding(VOCAB, s["d_model"], padding_idx=0)
-            self.pos = nn.Parameter(torch.randn(64, s["d_model"]) * 0.02)
+            self.embed = nn.Embedding(VOCAB, s.d_model, padding_idx=0)
+            self.pos = nn.Parameter(torch.randn(64, s.d_model) * 0.02)
             self.core = nn.Transformer(
-                s["d_model"],
-                s["n_heads"],
-                s["layers"],
-                s["layers"],
-                s["d_ff"],
+                s.d_model,
+                s.n_heads,
+                s.n_encoder_layers,
+                s.n_decoder_layers,
+                s.d_ff,
                 dropout=0.1,
                 batch_first=True,
             )
-            self.out = nn.Linear(s["d_model"], VOCAB, bias=False)
+            self.out = nn.Linear(s.d_model, VOCAB, bias=False)
             self.out.weight = self.embed.weight
 
         def forward(self, src, tgt):
-            scale = s["d_model"] ** 0.5
+            scale = s.d_model**0.5
             x = self.embed(src) * scale + self.pos[: src.size(1)]
             y = self.embed(tgt) * scale + self.pos[: tgt.size(1)]
             causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1))
@@ -166,7 +166,7 @@ def worker(system: str, size: str, precision: str, steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=list(SIZES))
+    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=SIZES)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "PRECISION", "ALLOC"))
     args = parser.parse_args()

@@ -18,6 +18,18 @@ VOCAB = 14  # 4 special ids + 10 symbols
 LENGTH = 8
 
 
+CONFIG = ModelConfig(
+    src_vocab_size=VOCAB,
+    tgt_vocab_size=VOCAB,
+    d_model=64,
+    n_heads=4,
+    d_ff=128,
+    n_encoder_layers=2,
+    n_decoder_layers=2,
+    dropout=0.0,
+)
+
+
 def batch(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     src = torch.randint(4, VOCAB, (n, LENGTH), generator=g)
     tgt_in = torch.cat([torch.full((n, 1), BOS_ID), src], dim=1)
@@ -29,17 +41,7 @@ def train(steps: int = 400, log_every: int = 100) -> nn.Module:
     """Train a 2+2-layer model on random sequences; return it in eval mode."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
-    cfg = ModelConfig(
-        src_vocab_size=VOCAB,
-        tgt_vocab_size=VOCAB,
-        d_model=64,
-        n_heads=4,
-        d_ff=128,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        dropout=0.0,
-    )
-    model = build_model(cfg)
+    model = build_model(CONFIG)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98), eps=1e-9)
     # Linear warm-up over 100 steps, then linear decay to zero: the copy converges exactly.
     schedule = torch.optim.lr_scheduler.LambdaLR(

@@ -55,9 +55,18 @@ def tiny_config(**overrides) -> ModelConfig:
     return ModelConfig(**fields)
 
 
-def tiny_model(seed: int = 0, **overrides):
+PROFILES = ["reference", "fast"]
+
+
+@pytest.fixture(params=PROFILES)
+def profile(request) -> str:
+    """Runs a test once with the paper's plain modules and once with the fast profile."""
+    return request.param
+
+
+def tiny_model(seed: int = 0, *, profile: str = "fast", **overrides):
     torch.manual_seed(seed)
-    return build_model(tiny_config(**overrides)).eval()
+    return build_model(tiny_config(**overrides), profile=profile).eval()
 
 
 def random_tokens(

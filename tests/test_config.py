@@ -1,13 +1,7 @@
 import pytest
 
-from aiayn.config import (
-    ConfigError,
-    ModelConfig,
-    config_from_dict,
-    config_to_dict,
-    load_toml,
-    model_preset,
-)
+from aiayn.config import ConfigError, ModelConfig, model_preset
+from aiayn.config_io import config_from_dict, config_to_dict, load_toml
 
 
 def test_presets_have_the_paper_sizes():
@@ -84,7 +78,7 @@ def test_extends_cycle_is_an_error(tmp_path):
 def test_shipped_sibling_recipes_load():
     from pathlib import Path
 
-    from aiayn.config import recipe_from_dict
+    from aiayn.config_io import recipe_from_dict
 
     configs = Path(__file__).parents[1] / "configs"
     langs = {}

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from aiayn.cli import main
-from aiayn.models import ModelLoadError, load_model, save_model
+from aiayn.store import ModelLoadError, load_model, save_model
 
 from .conftest import random_tokens, tiny_config, tiny_model
 

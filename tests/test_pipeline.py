@@ -2,9 +2,8 @@
 
 import json
 
-from aiayn.cli import format_results
-from aiayn.config import recipe_from_dict
-from aiayn.pipeline import run_pipeline
+from aiayn.config_io import recipe_from_dict
+from aiayn.pipeline import format_results, run_pipeline
 
 
 def _smoke_recipe(tmp_path):
@@ -42,7 +41,7 @@ def _smoke_recipe(tmp_path):
 
 def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     recipe = _smoke_recipe(tmp_path)
-    result = run_pipeline(recipe, tmp_path / "work", corpus_from=multi30k_dir, log=lambda _: None)
+    result = run_pipeline(recipe, tmp_path / "work", corpus_from=multi30k_dir)
     work = tmp_path / "work"
     assert (work / "multi30k" / "tok" / "train.lc.norm.tok.de.gz").is_file()
     manifest = json.loads((work / "data" / "manifest.json").read_text())
@@ -60,5 +59,5 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     assert "| test_2016_flickr |" in table and "tokens/s" in table
     assert f"-> α {result.alpha}" in table
 
-    again = run_pipeline(recipe, work, corpus_from=multi30k_dir, log=lambda _: None)
+    again = run_pipeline(recipe, work, corpus_from=multi30k_dir)
     assert again.updates == 90  # a finished run is reused, not retrained

@@ -62,10 +62,10 @@ def _copy_ffn_and_norms(ours, theirs, connections):
         _copy_linear(getattr(ours, name).norm, getattr(theirs, f"norm{i}"))
 
 
-def test_logits_equal_torch_nn_transformer_with_padding():
+def test_logits_equal_torch_nn_transformer_with_padding(profile):
     cfg = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
     torch.manual_seed(0)
-    model = build_model(cfg).eval()
+    model = build_model(cfg, profile=profile).eval()
     ref = _reference_from(model, cfg)
     src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1)
     tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2)
@@ -96,10 +96,10 @@ def test_parameter_count_matches_table_3(preset, paper):
 def test_shared_and_tied_embeddings_are_one_tensor():
     model = tiny_model()
     assert model.src_embed.tokens.weight is model.tgt_embed.tokens.weight
-    assert model.output.proj.weight is model.tgt_embed.tokens.weight
+    assert model.output.weight is model.tgt_embed.tokens.weight
     untied = tiny_model(share_embeddings=False, tie_output=False, tgt_vocab_size=41)
-    assert untied.output.proj.weight is not untied.tgt_embed.tokens.weight
-    assert untied.output.proj.weight.shape == (41, 32)
+    assert untied.output.weight is not untied.tgt_embed.tokens.weight
+    assert untied.output.weight.shape == (41, 32)
 
 
 def test_embeddings_are_scaled_by_sqrt_d_model():
@@ -118,19 +118,21 @@ def test_embeddings_are_scaled_by_sqrt_d_model():
         {"positional": "sinusoidal_concat"},
     ],
 )
-def test_cached_step_by_step_decoding_equals_full_prefix(overrides):
-    model = tiny_model(**overrides)
+def test_cached_step_by_step_decoding_equals_full_prefix(overrides, profile):
+    model = tiny_model(profile=profile, **overrides)
     src = random_tokens(2, 6, 37, pad_from=[6, 4], seed=3)
     tgt = random_tokens(2, 5, 37, seed=4)
     with torch.no_grad():
         src_mask = model.source_mask(src)
         memory = model.encode(src, src_mask)
-        full, full_cache = model.decode(tgt, memory, src_mask)
+        full, none = model.decode(tgt, src_mask, memory=memory)
+        assert none is None
+        _, full_cache = model.decode(tgt, src_mask, cache=model.start_cache(memory))
         cache = model.start_cache(memory)
         steps = []
         for t in range(tgt.size(1)):
-            logits, cache = model.decode(tgt[:, t : t + 1], memory, src_mask, cache=cache)
-            steps.append(logits)
+            hidden, cache = model.decode(tgt[:, t : t + 1], src_mask, cache=cache)
+            steps.append(hidden)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
     assert cache.length == full_cache.length == 5
     torch.testing.assert_close(cache.self_attn[0].keys, full_cache.self_attn[0].keys)
@@ -141,8 +143,8 @@ def test_pre_norm_has_final_norms_and_post_norm_has_none():
     assert tiny_model().decoder.final_norm is None
 
 
-def test_padding_content_never_changes_real_positions():
-    model = tiny_model()
+def test_padding_content_never_changes_real_positions(profile):
+    model = tiny_model(profile=profile)
     src = random_tokens(2, 8, 37, pad_from=[8, 5], seed=5)
     tgt = random_tokens(2, 6, 37, pad_from=[6, 4], seed=6)
     with torch.no_grad():
@@ -152,15 +154,16 @@ def test_padding_content_never_changes_real_positions():
         tgt2[1, 4:] = 23
         src_mask = model.source_mask(src)
         memory = model.encode(src2, src_mask)
-        after, _ = model.decode(
-            tgt2, memory, src_mask, tgt_mask=masks.decoder_self_mask(tgt, PAD_ID)
+        hidden, _ = model.decode(
+            tgt2, src_mask, memory=memory, tgt_mask=masks.decoder_self_mask(tgt, PAD_ID)
         )
+        after = model.logits(hidden)
     torch.testing.assert_close(after[0], before[0])
     torch.testing.assert_close(after[1, :4], before[1, :4])
 
 
-def test_attention_maps_are_distributions_and_zero_on_padding():
-    model = tiny_model()
+def test_attention_maps_are_distributions_and_zero_on_padding(profile):
+    model = tiny_model(profile=profile)
     src = random_tokens(2, 7, 37, pad_from=[7, 4], seed=7)
     tgt = random_tokens(2, 5, 37, seed=8)
     with torch.no_grad():
@@ -173,8 +176,8 @@ def test_attention_maps_are_distributions_and_zero_on_padding():
     assert torch.all(maps.decoder_self[0].triu(diagonal=1) == 0)
 
 
-def test_dropout_is_active_in_training_only():
-    model = tiny_model(dropout=0.5)
+def test_dropout_is_active_in_training_only(profile):
+    model = tiny_model(profile=profile, dropout=0.5)
     src = random_tokens(2, 6, 37, seed=9)
     tgt = random_tokens(2, 5, 37, seed=10)
     model.train()
@@ -208,3 +211,15 @@ def test_query_key_value_init_has_the_fairseq_bound():
     out_bound = (6 / (2 * 128)) ** 0.5  # W_O: plain Xavier
     assert layer.self_attn.out_proj.weight.abs().max() > bound
     assert layer.self_attn.out_proj.weight.abs().max() <= out_bound
+
+
+def test_both_profiles_build_the_same_weights_and_compute_the_same_logits():
+    ref, fast = tiny_model(profile="reference"), tiny_model(profile="fast")
+    assert ref.profile.name == "reference" and fast.profile.name == "fast"
+    a, b = ref.state_dict(), fast.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    src = random_tokens(3, 8, 37, pad_from=[8, 5, 2], seed=11)
+    tgt = random_tokens(3, 6, 37, pad_from=[6, 3, 5], seed=12)
+    tgt[:, 0] = BOS_ID
+    with torch.no_grad():
+        torch.testing.assert_close(fast(src, tgt), ref(src, tgt), rtol=1e-5, atol=1e-5)

@@ -1,17 +1,17 @@
 """Frozen configuration dataclasses, named as in the paper.
 
-This module imports neither torch nor any other aiayn module, so every layer of the
-package (and tools that only read configs) can depend on it.
+This module imports neither torch nor any aiayn module but ``aiayn.errors``, so every layer
+of the package (and tools that only read configs) can depend on it. Reading configs from
+dicts and TOML files is ``aiayn.config_io``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import types
-import typing
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from aiayn.errors import AiaynError
 
 # Special token ids: the same in every vocabulary aiayn builds (kept here, and only here).
 PAD_ID = 0
@@ -104,80 +104,6 @@ def model_preset(name: str, **overrides: Any) -> ModelConfig:
     return ModelConfig(**{**fields, **overrides})
 
 
-def config_to_dict(cfg: Any) -> dict[str, Any]:
-    """A JSON/TOML-ready dict of a (possibly nested) config dataclass."""
-    return dataclasses.asdict(cfg)
-
-
-def config_from_dict(cls: type, values: dict[str, Any], *, where: str = "config") -> Any:
-    """Build the dataclass ``cls`` from ``values``, rejecting unknown keys and wrong types.
-
-    Nested dataclass fields are built recursively. Errors name the offending key.
-    """
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(fields)}")
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
-        field_type = _resolved_type(cls, key)
-        if dataclasses.is_dataclass(field_type):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}.{key}: expected a table, got {type(value).__name__}")
-            kwargs[key] = config_from_dict(field_type, value, where=f"{where}.{key}")
-        else:
-            kwargs[key] = _check_type(value, field_type, f"{where}.{key}")
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{where}: {e}") from None
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used: unknown key, wrong type or bad value."""
-
-
-def _resolved_type(cls: type, name: str) -> Any:
-    return typing.get_type_hints(cls)[name]
-
-
-def _check_type(value: Any, expected: Any, where: str) -> Any:
-    origin = typing.get_origin(expected)
-    args = typing.get_args(expected)
-    if expected is Any:
-        return value
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{where}: {value!r} is not one of {list(args)}")
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for option in args:
-            try:
-                return _check_type(value, option, where)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{where}: {value!r} does not match {expected}")
-    if expected is type(None):
-        if value is not None:
-            raise ConfigError(f"{where}: expected none, got {value!r}")
-        return value
-    if origin in (list, tuple):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
-        item = args[0] if args else Any
-        checked = [_check_type(v, item, where) for v in value]
-        return tuple(checked) if origin is tuple else checked
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if expected in (int, float) and isinstance(value, bool):
-        raise ConfigError(f"{where}: expected {expected.__name__}, got a boolean")
-    if not isinstance(value, expected):
-        raise ConfigError(
-            f"{where}: expected {expected.__name__}, got {type(value).__name__} ({value!r})"
-        )
-    return value
-
-
 @dataclass(frozen=True, kw_only=True)
 class PrepareConfig:
     """How ``aiayn prepare`` turns a parallel corpus into a binary dataset.
@@ -265,6 +191,7 @@ class RunConfig:
     patience: int = 0  # validations without improvement before stopping (0: never)
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     compile: bool = False  # torch.compile the model
+    profile: Literal["reference", "fast"] = "fast"  # plain modules, or the measured tricks
     device: str = "auto"  # auto, cpu, cuda, cuda:N
     threads: int = 0  # torch intra-op threads (0: PyTorch's default)
     max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
@@ -281,92 +208,6 @@ class TrainConfig:
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     optim: OptimConfig = dataclasses.field(default_factory=OptimConfig)
     run: RunConfig = dataclasses.field(default_factory=RunConfig)
-
-
-def train_config_from_dict(values: dict[str, Any], *, where: str = "config") -> TrainConfig:
-    """Build a TrainConfig; ``[model] preset = "tiny"`` fills in a preset before overrides."""
-    values = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
-    model = values.get("model", {})
-    if isinstance(model, dict) and "preset" in model:
-        preset = model.pop("preset")
-        if preset not in MODEL_PRESETS:
-            choices = sorted(MODEL_PRESETS)
-            raise ConfigError(f"{where}.model.preset: unknown preset {preset!r}; choose {choices}")
-        values["model"] = {**MODEL_PRESETS[preset], **model}
-    return config_from_dict(TrainConfig, values, where=where)
-
-
-def parse_override(assignment: str) -> tuple[list[str], Any]:
-    """``"optim.lr=0.001"`` -> (["optim", "lr"], 0.001); values use TOML syntax, else strings."""
-    toml = _toml()
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. optim.lr=0.001")
-    try:
-        value = toml.loads(f"v = {raw}")["v"]
-    except toml.TOMLDecodeError:
-        value = raw
-    return key.strip().split("."), value
-
-
-def apply_overrides(values: dict[str, Any], assignments: list[str]) -> dict[str, Any]:
-    """Return ``values`` with each ``KEY=VALUE`` assignment set (nested by dots)."""
-    values = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
-    for assignment in assignments:
-        path, value = parse_override(assignment)
-        node = values
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"--set {assignment!r}: {part} is not a table")
-        node[path[-1]] = value
-    return values
-
-
-def load_toml(path: str, *, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Read a TOML file; syntax errors become ConfigErrors naming the file.
-
-    A top-level ``extends = "other.toml"`` (relative to this file) reads that file first;
-    this file's tables then override it key by key, so a sibling recipe states only what
-    differs.
-    """
-    toml = _toml()
-    try:
-        with open(path, "rb") as f:
-            values = toml.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except toml.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
-    parent = values.pop("extends", None)
-    if parent is None:
-        return values
-    if not isinstance(parent, str):
-        raise ConfigError(f"{path}: extends must be a file name, got {parent!r}")
-    parent_path = os.path.join(os.path.dirname(path), parent)
-    if os.path.realpath(parent_path) in _seen:
-        raise ConfigError(f"{path}: extends {parent} in a cycle")
-    base = load_toml(parent_path, _seen=(*_seen, os.path.realpath(path)))
-    return _merged(base, values)
-
-
-def _merged(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with ``override``'s keys set, recursing into tables present in both."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _toml() -> Any:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    return tomllib
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -395,18 +236,5 @@ class Recipe:
     train: TrainConfig
 
 
-def recipe_from_dict(values: dict[str, Any], *, where: str = "recipe") -> Recipe:
-    values = dict(values)
-    pipeline = config_from_dict(PipelineConfig, values.pop("pipeline", {}), where=f"{where}")
-    prepare = dict(values.pop("prepare", {}))
-    fixed = {"src_lang", "tgt_lang", "train", "valid", "test"}
-    clash = sorted(fixed & set(prepare))
-    if clash:
-        raise ConfigError(f"{where}.prepare: {clash} are set by the pipeline")
-    known = {f.name for f in dataclasses.fields(PrepareConfig)} - fixed
-    unknown = sorted(set(prepare) - known)
-    if unknown:
-        raise ConfigError(f"{where}.prepare: unknown key(s) {unknown}; known: {sorted(known)}")
-    return Recipe(
-        pipeline=pipeline, prepare=prepare, train=train_config_from_dict(values, where=where)
-    )
+class ConfigError(AiaynError, ValueError):
+    """A configuration that cannot be used: unknown key, wrong type or bad value."""

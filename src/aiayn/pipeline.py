@@ -10,19 +10,22 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from aiayn.config import PrepareConfig, Recipe, config_to_dict
+from aiayn.config import PrepareConfig, Recipe
+from aiayn.config_io import config_to_dict
 from aiayn.data import prepare
 from aiayn.data.corpus import MANIFEST, read_lines
 from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import corpus_scores
+from aiayn.store.model_dir import save_model
 from aiayn.train import Trainer, list_checkpoints
-from aiayn.train.checkpoint import average_checkpoints, copy_assets, write_model_dir
+from aiayn.train.checkpoint import average_checkpoints, model_assets
+from aiayn.train.metrics import Reporter, SilentReporter
+from aiayn.validation import validators_for
 
 
 @dataclass
@@ -58,10 +61,11 @@ def run_pipeline(
     work_dir: str | Path,
     *,
     corpus_from: str | Path | None = None,
-    log: Callable[[str], None] = print,
-    validators_for: Callable | None = None,
+    reporter: Reporter | None = None,
 ) -> PipelineResult:
     """Run every stage of ``recipe`` in ``work_dir``; see the module docstring."""
+    reporter = reporter or SilentReporter()
+    log = reporter.log
     start = time.perf_counter()
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -94,15 +98,17 @@ def run_pipeline(
         data=dataclasses.replace(recipe.train.data, dir=str(data_dir)),
         run=dataclasses.replace(recipe.train.run, dir=str(work / "run")),
     )
-    validators = validators_for(train_cfg) if validators_for else []
-    state = Trainer(train_cfg, resume=True, log=log, validators=validators).train()
+    trainer = Trainer(
+        train_cfg, resume=True, reporter=reporter, validators=validators_for(train_cfg)
+    )
+    state = trainer.train()
     done("train")
 
     stage("average")
     checkpoints = list_checkpoints(work / "run")[-p.average_last :]
     model, cfg = average_checkpoints(checkpoints)
     model_dir = work / "model"
-    write_model_dir(model_dir, model, cfg, copy_assets(checkpoints[-1]))
+    save_model(model, cfg, model_dir, assets=model_assets(checkpoints[-1]))
     log(
         f"averaged {len(checkpoints)} checkpoints "
         f"({checkpoints[0].name} .. {checkpoints[-1].name}) -> {model_dir}"
@@ -233,3 +239,47 @@ def default_corpus_dir() -> Path | None:
     root = Path(base) if base else Path(__file__).resolve().parents[3] / "shared" / "data"
     candidate = root / "multi30k"
     return candidate if (candidate / "train.en.gz").is_file() else None
+
+
+def format_results(result: PipelineResult, recipe: Recipe) -> str:
+    """The results table and example translations, as Markdown."""
+    p = recipe.pipeline
+    pair = f"{p.src_lang}→{p.tgt_lang}"
+    lines = [
+        f"## {p.dataset} {pair}, {p.text} text, beam {p.beam}, α {result.alpha}"
+        + (" (chosen on the validation set)" if result.alpha_scores else ""),
+        "",
+        "| test set | BLEU | chrF | sentences/s |",
+        "|---|---:|---:|---:|",
+    ]
+    for t in result.tests:
+        lines.append(
+            f"| {t.split} | {t.bleu:.2f} | {t.chrf:.2f} | "
+            f"{t.sentences / max(t.seconds, 1e-9):.1f} |"
+        )
+    lines += [
+        "",
+        f"- training: {result.updates:,} updates, {result.train_tokens:,} target tokens in "
+        f"{result.train_seconds / 60:.1f} min ({result.tokens_per_second:,.0f} tokens/s)",
+        f"- whole pipeline: {result.total_seconds / 60:.1f} min wall clock ("
+        + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
+        + ")",
+        f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
+        _alpha_line(result),
+        "",
+        "Examples (test set 1):",
+    ]
+    for ex in result.tests[0].examples if result.tests else []:
+        lines += [
+            f"- src: {ex['source']}",
+            f"  ref: {ex['reference']}",
+            f"  hyp: {ex['translation']}",
+        ]
+    return "\n".join(lines)
+
+
+def _alpha_line(result: PipelineResult) -> str:
+    if not result.alpha_scores:
+        return ""
+    tried = ", ".join(f"α {a}: {bleu:.2f}" for a, bleu in result.alpha_scores.items())
+    return f"- length penalty chosen on the validation set: {tried} -> α {result.alpha}"

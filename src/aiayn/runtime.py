@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from aiayn.errors import AiaynError
+
 # mallopt parameters (glibc malloc.h)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
@@ -43,6 +45,13 @@ def tune_allocator() -> str:
     return "glibc malloc (tuned: no mmap, no trim)" if ok else "glibc malloc (mallopt refused)"
 
 
+def mixed_seed(seed: int, rank: int, counter: int) -> int:
+    """One seed from the run's seed, the process's rank and a counter (an update or a batch
+    number). Randomness is re-seeded from it before each update, as fairseq does, so a
+    resumed run draws exactly the same dropout masks and batches without saving RNG state."""
+    return ((seed * 1_000_003 + rank) * 1_000_003 + counter) % (2**63)
+
+
 def select_device(spec: str, *, local_rank: int = 0) -> torch.device:
     """The device this process trains or decodes on.
 
@@ -53,10 +62,25 @@ def select_device(spec: str, *, local_rank: int = 0) -> torch.device:
     """
     if spec == "auto":
         spec = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(spec)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", local_rank)
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise DeviceError(f"unknown device {spec!r} (use auto, cpu, cuda or cuda:N)") from None
+    if device.type not in ("cpu", "cuda"):
+        raise DeviceError(f"device {spec!r} is not supported (use auto, cpu, cuda or cuda:N)")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceError(f"device {spec!r}: CUDA is not available on this machine")
+        if device.index is None:
+            device = torch.device("cuda", local_rank)
+        if device.index >= torch.cuda.device_count():
+            count = torch.cuda.device_count()
+            raise DeviceError(f"device {device}: this machine has {count} GPU(s)")
     return device
+
+
+class DeviceError(AiaynError):
+    """A device that does not exist here."""
 
 
 @dataclass(frozen=True)

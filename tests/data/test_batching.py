@@ -58,8 +58,6 @@ def test_batch_layout_source_eos_target_shifted(train_split):
         assert batch.tgt_out[row, : len(tgt) + 1].tolist() == [*tgt, EOS_ID]
         assert set(batch.src[row, len(src) + 1 :].tolist()) <= {PAD_ID}
     assert batch.n_tgt_tokens == sum(len(train_split.tgt[i]) + 1 for i in range(3))
-    assert batch.src_mask.shape == (3, 1, 1, batch.src.size(1))
-    assert batch.tgt_mask.shape == (3, 1, batch.tgt_in.size(1), batch.tgt_in.size(1))
 
 
 def test_resumed_iterator_continues_where_it_stopped(train_split):

@@ -6,6 +6,7 @@ import pytest
 from aiayn.cli import main
 from aiayn.config import PrepareConfig
 from aiayn.data import CorpusError, TokenizerError, binarize, load_prepared, prepare
+from aiayn.files import DestinationError
 
 from .corpora import make_corpus, sentences, write_lines
 
@@ -81,11 +82,21 @@ def test_interrupted_prepare_leaves_nothing_that_looks_complete(tmp_path, monkey
 def test_existing_output_is_kept_unless_overwrite(tmp_path):
     paths = make_corpus(tmp_path / "corpus")
     prepare(_cfg(paths), tmp_path / "data")
-    with pytest.raises(FileExistsError):
+    with pytest.raises(DestinationError, match="--overwrite"):
         prepare(_cfg(paths), tmp_path / "data")
     prepare(_cfg(paths, vocab_size=50), tmp_path / "data", overwrite=True)
     manifest = json.loads((tmp_path / "data" / "manifest.json").read_text())
     assert manifest["vocab"]["sizes"]["src"] == 50
+
+
+def test_overwrite_never_replaces_what_aiayn_did_not_write(tmp_path):
+    paths = make_corpus(tmp_path / "corpus")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "keep.txt").write_text("precious")
+    with pytest.raises(DestinationError, match="not a dataset aiayn wrote"):
+        prepare(_cfg(paths), mine, overwrite=True)
+    assert (mine / "keep.txt").read_text() == "precious"
 
 
 def test_empty_corpus_is_an_error(tmp_path):

@@ -8,7 +8,8 @@ import torch
 
 from aiayn.config import BOS_ID, PAD_ID
 
-V = 8  # 4 special ids, then the words A=4, B=5, C=6, D=7
+V = 700  # 4 special ids, the words A=4, B=5, C=6, D=7, then filler words: rows long enough
+# for the fast profile's two-stage top-k (``aiayn.accel.topk``) to take its blocked path
 A, B, C, D = 4, 5, 6, 7
 
 Script = dict[tuple[int, ...], dict[int, float]]

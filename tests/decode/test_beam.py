@@ -5,7 +5,6 @@ import torch
 
 from aiayn.config import EOS_ID
 from aiayn.decode import beam_search, greedy_search, length_penalty
-from aiayn.decode.beam import row_topk
 
 from .scripted import A, B, C, ScriptedDecoder
 
@@ -34,29 +33,29 @@ def _src(*sentences):
     return torch.tensor([[s, 3] for s in sentences])  # script id, then EOS
 
 
-def test_beam_finds_what_greedy_misses():
+def test_beam_finds_what_greedy_misses(profile):
     decoder = ScriptedDecoder({10: GREEDY_TRAP})
     greedy = greedy_search(decoder, _src(10))
     assert greedy[0].tolist() == [A, A, EOS_ID]
-    [[best]] = beam_search(decoder, _src(10), beam=2, alpha=None)
+    [[best]] = beam_search(decoder, _src(10), beam=2, alpha=None, profile=profile)
     assert best.tokens == [B]
     assert best.log_prob == pytest.approx(math.log(0.4 * 0.9))
 
 
-def test_length_penalty_changes_the_winner():
+def test_length_penalty_changes_the_winner(profile):
     decoder = ScriptedDecoder({11: SHORT_OR_LONG})
-    [[raw]] = beam_search(decoder, _src(11), beam=2, alpha=None)
+    [[raw]] = beam_search(decoder, _src(11), beam=2, alpha=None, profile=profile)
     assert raw.tokens == [A]
-    [[penalised]] = beam_search(decoder, _src(11), beam=2, alpha=1.0)
+    [[penalised]] = beam_search(decoder, _src(11), beam=2, alpha=1.0, profile=profile)
     assert penalised.tokens == [B, B, B]
     expected = math.log(0.5 * 0.8 * 0.8 * 0.9)
     assert penalised.log_prob == pytest.approx(expected)
     assert penalised.score == pytest.approx(expected / ((5 + 4) / 6))
 
 
-def test_eos_at_different_steps_and_nbest_order():
+def test_eos_at_different_steps_and_nbest_order(profile):
     decoder = ScriptedDecoder({12: EOS_AT_EVERY_STEP})
-    [hyps] = beam_search(decoder, _src(12), beam=3, alpha=None, nbest=3)
+    [hyps] = beam_search(decoder, _src(12), beam=3, alpha=None, nbest=3, profile=profile)
     assert [h.tokens for h in hyps] == [[], [B], [A, A]]
     assert [h.log_prob for h in hyps] == pytest.approx(
         [math.log(0.3), math.log(0.27), math.log(0.4 * 0.55)]
@@ -64,25 +63,32 @@ def test_eos_at_different_steps_and_nbest_order():
     assert hyps[0].score >= hyps[1].score >= hyps[2].score
 
 
-def test_raw_scores_stop_as_soon_as_no_live_beam_can_win():
+def test_raw_scores_stop_as_soon_as_no_live_beam_can_win(profile):
     decoder = ScriptedDecoder({11: SHORT_OR_LONG})
-    beam_search(decoder, _src(11), beam=2, alpha=None)
+    beam_search(decoder, _src(11), beam=2, alpha=None, profile=profile)
     assert decoder.steps == 3  # after step 3 the best live beam is below the finished [A]
 
 
-def test_sentences_in_one_batch_do_not_interact():
+def test_sentences_in_one_batch_do_not_interact(profile):
     scripts = {10: GREEDY_TRAP, 11: SHORT_OR_LONG, 12: EOS_AT_EVERY_STEP}
-    together = beam_search(ScriptedDecoder(scripts), _src(10, 11, 12), beam=3, alpha=1.0, nbest=2)
+    together = beam_search(
+        ScriptedDecoder(scripts), _src(10, 11, 12), beam=3, alpha=1.0, nbest=2, profile=profile
+    )
     for i, s in enumerate((10, 11, 12)):
-        alone = beam_search(ScriptedDecoder(scripts), _src(s), beam=3, alpha=1.0, nbest=2)
+        alone = beam_search(
+            ScriptedDecoder(scripts), _src(s), beam=3, alpha=1.0, nbest=2, profile=profile
+        )
         assert together[i] == alone[0]
 
 
-def test_maximum_length_forces_eos():
-    decoder = ScriptedDecoder({13: _Always({C: 0.97})})  # EOS only ever gets a tiny share
-    [[hyp]] = beam_search(decoder, _src(13), beam=2, alpha=None, max_len_b=5)
-    assert len(hyp.tokens) + 1 == 2 + 5  # source length (with EOS) + max_len_b
-    out = greedy_search(ScriptedDecoder({13: _Always({C: 0.97})}), _src(13), max_len_b=5)
+def test_maximum_length_forces_eos(profile):
+    """EOS has next to no probability, so only the maximum length ends the hypotheses."""
+    script = _Always({C: 0.999, EOS_ID: 1e-30})
+    [[hyp]] = beam_search(
+        ScriptedDecoder({13: script}), _src(13), beam=2, alpha=1.0, max_len_b=5, profile=profile
+    )
+    assert hyp.tokens == [C] * 6  # + EOS: source length (with EOS) + max_len_b tokens
+    out = greedy_search(ScriptedDecoder({13: script}), _src(13), max_len_b=5)
     assert out[0].tolist() == [C] * 6 + [EOS_ID]
 
 
@@ -102,18 +108,3 @@ def test_length_penalty_formula():
     assert length_penalty(7, None).item() == 1.0
     with pytest.raises(ValueError, match="nbest"):
         beam_search(ScriptedDecoder({10: GREEDY_TRAP}), _src(10), beam=2, nbest=3)
-
-
-@pytest.mark.parametrize("width", [640, 1000, 1013])
-def test_row_topk_equals_topk(width):
-    g = torch.Generator().manual_seed(width)
-    x = torch.randn(7, width, generator=g)
-    x[3, : width // 2] = float("-inf")
-    x[4] = float("-inf")
-    x[4, width - 1] = 0.0  # the only finite value, in the tail block
-    values, columns = row_topk(x, 10, block=64)
-    expected_values, expected_columns = x.topk(10, dim=1)
-    assert torch.equal(values, expected_values)
-    finite = expected_values.isfinite()
-    assert torch.equal(columns[finite], expected_columns[finite])
-    assert torch.equal(x.gather(1, columns), values)

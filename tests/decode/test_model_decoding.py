@@ -6,25 +6,30 @@ import pytest
 import torch
 
 from aiayn.config import EOS_ID, PAD_ID
-from aiayn.decode import (
-    TransformerStepper,
-    beam_search,
-    greedy_search,
-    sample_next,
-)
+from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
 from aiayn.decode.stepper import UncachedTransformerStepper
+from aiayn.models import build_model
 
 from ..conftest import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
-def copy_model():
+def copy_models() -> dict:
+    """The trained copy-task model, built with each profile (the same weights)."""
     spec = importlib.util.spec_from_file_location(
         "copy_task", REPO_ROOT / "examples" / "copy_task.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.train(log_every=0)
+    fast = module.train(log_every=0)
+    reference = build_model(module.CONFIG, profile="reference")
+    reference.load_state_dict(fast.state_dict())
+    return {"fast": fast, "reference": reference.eval()}
+
+
+@pytest.fixture
+def copy_model(copy_models, profile):
+    return copy_models[profile]
 
 
 def _mixed_lengths(seed=0):
@@ -38,10 +43,12 @@ def _mixed_lengths(seed=0):
 
 def test_cached_decoding_equals_uncached_token_for_token(copy_model):
     src = _mixed_lengths()
-    cached = greedy_search(TransformerStepper(copy_model), src)
+    cached = greedy_search(stepper_for(copy_model), src)
     uncached = greedy_search(UncachedTransformerStepper(copy_model), src)
     assert torch.equal(cached, uncached)
-    beam_cached = beam_search(TransformerStepper(copy_model), src, beam=4, nbest=4)
+    beam_cached = beam_search(
+        stepper_for(copy_model), src, beam=4, nbest=4, profile=copy_model.profile.name
+    )
     beam_uncached = beam_search(UncachedTransformerStepper(copy_model), src, beam=4, nbest=4)
     for a, b in zip(beam_cached, beam_uncached, strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]
@@ -50,20 +57,20 @@ def test_cached_decoding_equals_uncached_token_for_token(copy_model):
 
 def test_translation_does_not_depend_on_the_rest_of_the_batch(copy_model):
     src = _mixed_lengths(seed=1)
-    batched_greedy = greedy_search(TransformerStepper(copy_model), src)
-    batched_beam = beam_search(TransformerStepper(copy_model), src, beam=5)
+    batched_greedy = greedy_search(stepper_for(copy_model), src)
+    batched_beam = beam_search(stepper_for(copy_model), src, beam=5)
     for row in range(src.size(0)):
         alone = src[row : row + 1, : int((src[row] != PAD_ID).sum())]
-        greedy = greedy_search(TransformerStepper(copy_model), alone)[0]
+        greedy = greedy_search(stepper_for(copy_model), alone)[0]
         width = greedy.size(0)
         assert torch.equal(batched_greedy[row, :width], greedy)
-        [[best]] = beam_search(TransformerStepper(copy_model), alone, beam=5)
+        [[best]] = beam_search(stepper_for(copy_model), alone, beam=5)
         assert best.tokens == batched_beam[row][0].tokens
 
 
 def test_the_copy_model_copies_under_beam_search(copy_model):
     src = torch.randint(4, 14, (4, 8), generator=torch.Generator().manual_seed(5))
-    results = beam_search(TransformerStepper(copy_model), src, beam=4)
+    results = beam_search(stepper_for(copy_model), src, beam=4)
     assert [r[0].tokens for r in results] == src.tolist()
 
 
@@ -94,7 +101,18 @@ def test_sampling_is_reproducible_with_a_seed():
 
 def test_bf16_autocast_decodes_the_same_tokens(copy_model):
     src = _mixed_lengths(seed=1)
-    fp32 = beam_search(TransformerStepper(copy_model), src, beam=4)
+    fp32 = beam_search(stepper_for(copy_model), src, beam=4)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        bf16 = beam_search(TransformerStepper(copy_model), src, beam=4)
+        bf16 = beam_search(stepper_for(copy_model), src, beam=4)
     assert [h[0].tokens for h in bf16] == [h[0].tokens for h in fp32]
+
+
+def test_both_profiles_translate_alike(copy_models):
+    src = _mixed_lengths(seed=2)
+    results = {
+        name: beam_search(stepper_for(model), src, beam=4, nbest=2, profile=name)
+        for name, model in copy_models.items()
+    }
+    for fast, ref in zip(results["fast"], results["reference"], strict=True):
+        assert [h.tokens for h in fast] == [h.tokens for h in ref]
+        assert [h.score for h in fast] == pytest.approx([h.score for h in ref], abs=1e-4)

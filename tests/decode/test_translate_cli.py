@@ -150,7 +150,7 @@ def test_evaluate_rejects_mismatched_files(tmp_path, capsys):
     (tmp_path / "h").write_text("a\nb\n")
     (tmp_path / "r").write_text("a\n")
     assert main(["evaluate", "--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r")]) == 2
-    assert "1 lines but there are 2" in capsys.readouterr().err
+    assert "has 1 lines" in capsys.readouterr().err
 
 
 def test_greedy_and_beam_options(model_dir):
@@ -164,7 +164,7 @@ def test_greedy_and_beam_options(model_dir):
 
 
 def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):
-    from aiayn.cli import bleu_validator
+    from aiayn.validation import bleu_validator
 
     cfg = tiny_train_config(
         tiny_dataset, tmp_path / "r", run={"max_updates": 6, "valid_bleu": True}

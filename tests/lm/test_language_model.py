@@ -4,26 +4,29 @@ import pytest
 import torch
 
 from aiayn.cli import main
-from aiayn.config import EOS_ID, ModelConfig, train_config_from_dict
+from aiayn.config import EOS_ID, ModelConfig
+from aiayn.config_io import train_config_from_dict
 from aiayn.data.lm import prepare_lm
 from aiayn.decode import generate
-from aiayn.models import TransformerLM, build_model, load_model
+from aiayn.models import TransformerLM, build_model
+from aiayn.store import load_model
 from aiayn.train import Trainer
 
 LM = dict(n_encoder_layers=0, n_decoder_layers=2, d_model=32, n_heads=4, d_ff=64, dropout=0.0)
 TEXT = "the quick brown fox jumps over the lazy dog.\n" * 40
 
 
-def lm(seed=0, **overrides) -> TransformerLM:
+def lm(seed=0, profile="fast", **overrides) -> TransformerLM:
     torch.manual_seed(seed)
-    return build_model(ModelConfig(**{**LM, **overrides}).with_vocab(30)).eval()
+    cfg = ModelConfig(**{**LM, **overrides}).with_vocab(30)
+    return build_model(cfg, profile=profile).eval()
 
 
 def test_decoder_only_layers_have_no_cross_attention_weights():
     model = lm()
     assert all(layer.cross_attn is None for layer in model.decoder.layers)
     assert not any("cross" in name for name, _ in model.named_parameters())
-    assert model.output.proj.weight is model.embed.tokens.weight
+    assert model.output.weight is model.embed.tokens.weight
     assert lm(norm_first=True).decoder.final_norm is not None
 
 
@@ -31,16 +34,16 @@ def test_decoder_only_layers_have_no_cross_attention_weights():
     "overrides",
     [{}, {"positional": "learned", "max_positions": 16}, {"norm_first": True, "bias": False}],
 )
-def test_cached_steps_equal_the_full_forward(overrides):
-    model = lm(**overrides)
+def test_cached_steps_equal_the_full_forward(overrides, profile):
+    model = lm(profile=profile, **overrides)
     tokens = torch.randint(4, 30, (2, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         full = model(tokens)
         cache = model.start_cache()
         steps = []
         for t in range(12):
-            logits, cache = model.decode(tokens[:, t : t + 1], cache=cache)
-            steps.append(logits)
+            hidden, cache = model.decode(tokens[:, t : t + 1], cache=cache)
+            steps.append(model.logits(hidden))
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiayn.config import train_config_from_dict
+from aiayn.config_io import train_config_from_dict
 
 TINY_MODEL = dict(
     d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1

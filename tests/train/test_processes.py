@@ -23,8 +23,9 @@ def _weights(run_dir):
     return load_file(str(list_checkpoints(run_dir)[-1] / "model.safetensors"))
 
 
-def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, tmp_path):
+def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, tmp_path, profile):
     run = {
+        "profile": profile,
         "max_updates": 300,
         "save_every": 10,
         "keep_last": 2,

@@ -7,9 +7,10 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn.cli import main
-from aiayn.config import ConfigError, train_config_from_dict
+from aiayn.config import ConfigError
+from aiayn.config_io import train_config_from_dict
 from aiayn.data import Batch
-from aiayn.models import load_model
+from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
 
 from .conftest import config_dict, tiny_train_config, write_toml

@@ -6,12 +6,12 @@ import torch
 from PIL import Image
 
 from aiayn.cli import main
+from aiayn.train.metrics import Kind, read_metrics
 from aiayn.viz import (
     attention_figure,
     attention_plot_data,
     curves_figure,
     positional_figure,
-    read_metrics,
     save_figure,
 )
 
@@ -99,7 +99,7 @@ def test_curves_from_a_metrics_log(tmp_path):
     import json
 
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert read_metrics(tmp_path)["train"][0]["loss"] == 9.0
+    assert read_metrics(tmp_path)[Kind.TRAIN][0]["loss"] == 9.0
     figure = curves_figure(tmp_path)
     assert len(figure.axes) == 3
     assert figure.axes[2].get_title() == "Validation BLEU (greedy)"

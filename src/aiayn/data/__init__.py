@@ -5,15 +5,22 @@ from aiayn.data.binarize import prepare
 from aiayn.data.corpus import CorpusError, read_lines, read_parallel
 from aiayn.data.dataset import ParallelData, ParallelSplit, load_prepared
 from aiayn.data.tokenizer import (
+    TOKENIZER_FILE,
     CharTokenizer,
     SentencePieceTokenizer,
     Tokenizer,
     TokenizerError,
+    TokenizerInfo,
+    describe_tokenizers,
     load_tokenizer,
+    load_tokenizers,
+    read_tokenizer_info,
+    tokenizer_info_json,
     train_sentencepiece,
 )
 
 __all__ = [
+    "TOKENIZER_FILE",
     "Batch",
     "BatchIterator",
     "CharTokenizer",
@@ -24,11 +31,16 @@ __all__ = [
     "TokenBatchSampler",
     "Tokenizer",
     "TokenizerError",
+    "TokenizerInfo",
     "collate",
+    "describe_tokenizers",
     "load_prepared",
     "load_tokenizer",
+    "load_tokenizers",
     "prepare",
     "read_lines",
     "read_parallel",
+    "read_tokenizer_info",
+    "tokenizer_info_json",
     "train_sentencepiece",
 ]

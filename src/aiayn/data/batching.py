@@ -12,7 +12,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn import masks
 from aiayn.config import BOS_ID, EOS_ID, PAD_ID
 from aiayn.data.dataset import ParallelSplit
 
@@ -25,18 +24,6 @@ class Batch:
     tgt_in: Tensor  # (B, T)
     tgt_out: Tensor  # (B, T)
     indices: np.ndarray  # (B,) sentence numbers in the split
-
-    @property
-    def src_mask(self) -> Tensor:
-        return masks.padding_mask(self.src, PAD_ID)  # (B, 1, 1, S)
-
-    @property
-    def tgt_mask(self) -> Tensor:
-        return masks.decoder_self_mask(self.tgt_in, PAD_ID)  # (B, 1, T, T)
-
-    @property
-    def n_src_tokens(self) -> int:
-        return int((self.src != PAD_ID).sum())
 
     @property
     def n_tgt_tokens(self) -> int:

@@ -7,18 +7,25 @@ place at the end, so an interrupted run never leaves a dataset that looks comple
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from aiayn.config import PrepareConfig, config_to_dict
-from aiayn.data.corpus import MANIFEST, CorpusError, PairStats, read_lines, read_parallel
-from aiayn.data.indexed import IndexedWriter, sha256_file, token_dtype
+from aiayn.config import PrepareConfig
+from aiayn.config_io import config_to_dict
+from aiayn.data.corpus import (
+    MANIFEST,
+    CorpusError,
+    PairStats,
+    is_dataset,
+    read_lines,
+    read_parallel,
+)
+from aiayn.data.indexed import IndexedWriter, token_dtype
 from aiayn.data.tokenizer import Tokenizer, train_sentencepiece
+from aiayn.files import atomic_directory, sha256_file
 
 FORMAT = "aiayn-parallel-dataset"
 CHUNK = 10_000  # sentences encoded at a time
@@ -59,21 +66,16 @@ def prepare(
 
     Raises:
         CorpusError, TokenizerError: bad input, with a one-line reason.
-        FileExistsError: ``out_dir`` exists and ``overwrite`` is False.
+        DestinationError: ``out_dir`` exists and is not a dataset to ``overwrite``.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not overwrite:
-        raise FileExistsError(f"{out_dir} exists (pass overwrite to replace it)")
     splits = {"train": cfg.train, "valid": cfg.valid} | {split_name(p): p for p in cfg.test}
     files = {
         name: (resolve_split_file(p, cfg.src_lang), resolve_split_file(p, cfg.tgt_lang))
         for name, p in splits.items()
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with atomic_directory(
+        out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
+    ) as tmp:
         start = time.perf_counter()
         src_tok, tgt_tok, vocab = _train_vocabularies(cfg, files["train"], tmp, log)
         log(f"vocabulary: {vocab['sizes']} in {time.perf_counter() - start:.1f}s")
@@ -92,9 +94,6 @@ def prepare(
             raise CorpusError(f"{files['train'][0]}: no training pairs left (empty corpus?)")
         manifest = _manifest(cfg, vocab, stats, dtype.name, tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-        _replace_dir(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 
@@ -190,14 +189,3 @@ def _manifest(cfg: PrepareConfig, vocab: dict, stats: dict, dtype: str, tmp: Pat
         "options": config_to_dict(cfg),
         "sha256": checksums,
     }
-
-
-def _replace_dir(new: Path, dest: Path) -> None:
-    """Move ``new`` to ``dest``; an existing ``dest`` is removed only after the move."""
-    old = None
-    if dest.exists():
-        old = dest.parent / f".{dest.name}.old-{os.getpid()}"
-        os.replace(dest, old)
-    os.replace(new, dest)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

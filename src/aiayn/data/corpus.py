@@ -5,13 +5,15 @@ from __future__ import annotations
 import gzip
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 
+from aiayn.errors import AiaynError
 
-class CorpusError(ValueError):
+
+class CorpusError(AiaynError, ValueError):
     """Input text that cannot be used; the message names the file (and line) at fault."""
 
 
@@ -39,17 +41,27 @@ def read_lines(path: str | Path) -> Iterator[str]:
     """
     path = Path(path)
     with open_binary(path) as f:
-        try:
-            for line_no, raw in enumerate(f, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise CorpusError(
-                        f"{path}: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
-                    ) from None
-                yield text.strip()
-        except (OSError, EOFError) as e:
-            raise CorpusError(f"{path}: unreadable ({e})") from None
+        yield from decode_lines(f, str(path))
+
+
+def decode_lines(raw_lines: Iterable[bytes], name: str) -> Iterator[str]:
+    """UTF-8 lines of a byte stream (a file, standard input), stripped; ``name`` is what
+    errors call the stream.
+
+    Raises:
+        CorpusError: a line is not valid UTF-8, or the stream breaks off (a truncated .gz).
+    """
+    try:
+        for line_no, raw in enumerate(raw_lines, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorpusError(
+                    f"{name}: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
+                ) from None
+            yield text.strip()
+    except (OSError, EOFError) as e:
+        raise CorpusError(f"{name}: unreadable ({e})") from None
 
 
 def count_lines(path: str | Path) -> int:
@@ -116,3 +128,15 @@ def read_manifest(directory: Path, *, expected_format: str, description: str) ->
     if manifest.get("format") != expected_format:
         raise CorpusError(f"{path}: not an aiayn {description} manifest")
     return manifest
+
+
+def is_dataset(expected_format: str):
+    """A predicate: is a directory a dataset aiayn wrote, of ``expected_format``?"""
+
+    def check(directory: Path) -> bool:
+        try:
+            return json.loads((directory / MANIFEST).read_text()).get("format") == expected_format
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    return check

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from aiayn.data.binarize import FORMAT
 from aiayn.data.corpus import MANIFEST, CorpusError, read_manifest
-from aiayn.data.indexed import IndexedDataset, sha256_file
+from aiayn.data.indexed import IndexedDataset
 from aiayn.data.tokenizer import SentencePieceTokenizer, Tokenizer
+from aiayn.files import sha256_file
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ memmaps, so a corpus larger than memory is never read into Python objects.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -72,11 +71,3 @@ class IndexedDataset:
 def _with(prefix: Path, suffix: str) -> Path:
     """``train.src`` + ``.bin`` -> ``train.src.bin`` (``Path.with_suffix`` would drop ``.src``)."""
     return prefix.with_name(prefix.name + suffix)
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

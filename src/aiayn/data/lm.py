@@ -10,8 +10,6 @@ Shapes: B blocks in a batch, T block size.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +19,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn.data.corpus import MANIFEST, CorpusError, open_text, read_manifest
-from aiayn.data.indexed import sha256_file, token_dtype
+from aiayn.data.corpus import MANIFEST, CorpusError, is_dataset, open_text, read_manifest
+from aiayn.data.indexed import token_dtype
 from aiayn.data.tokenizer import (
     CharTokenizer,
     Tokenizer,
     load_tokenizer,
     train_sentencepiece,
 )
+from aiayn.files import atomic_directory, sha256_file
 
 FORMAT = "aiayn-lm-dataset"
 
@@ -49,6 +48,7 @@ def prepare_lm(
     tokenizer: Literal["char", "sentencepiece"] = "char",
     vocab_size: int = 8000,
     valid_fraction: float = 0.1,
+    overwrite: bool = False,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict:
     """Write ``train.bin``, ``valid.bin``, the tokenizer and a manifest into ``out_dir``."""
@@ -59,11 +59,9 @@ def prepare_lm(
         raise ValueError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
     cut = int(len(text) * (1.0 - valid_fraction))
     parts = {"train": text[:cut], "valid": text[cut:]}
-    out_dir = Path(out_dir)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_directory(
+        out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
+    ) as tmp:
         tok, tok_file = _train_tokenizer(tokenizer, text, tmp, vocab_size)
         dtype = token_dtype(tok.vocab_size)
         tokens = {}
@@ -84,11 +82,6 @@ def prepare_lm(
             "sha256": {p.name: sha256_file(p) for p in sorted(tmp.iterdir())},
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 

@@ -4,9 +4,15 @@ from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
 from aiayn.decode.generate import generate, load_language_model
 from aiayn.decode.greedy import greedy_decode, greedy_search
 from aiayn.decode.sampling import filter_logits, sample_next
-from aiayn.decode.stepper import StepDecoder, TransformerStepper
+from aiayn.decode.stepper import (
+    FastTransformerStepper,
+    StepDecoder,
+    TransformerStepper,
+    stepper_for,
+)
 
 __all__ = [
+    "FastTransformerStepper",
     "Hypothesis",
     "StepDecoder",
     "TransformerStepper",
@@ -18,4 +24,5 @@ __all__ = [
     "length_penalty",
     "load_language_model",
     "sample_next",
+    "stepper_for",
 ]

@@ -5,32 +5,28 @@ Shapes: T prompt length, V vocabulary.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
 
-from aiayn.data.tokenizer import Tokenizer, load_tokenizer
+from aiayn.accel import DEFAULT_PROFILE
+from aiayn.data.tokenizer import Tokenizer, load_tokenizers
 from aiayn.decode.sampling import sample_next
-from aiayn.models import ModelLoadError, load_model
-from aiayn.models.io import TOKENIZER_FILE
 from aiayn.models.lm import TransformerLM
+from aiayn.modules import KVCache
+from aiayn.store import ModelLoadError, load_model
 
 
 def load_language_model(
-    directory: str | Path, *, device: str = "cpu"
+    directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
 ) -> tuple[TransformerLM, Tokenizer]:
     """A trained language model and its tokenizer, from a model directory."""
-    directory = Path(directory)
-    model, _ = load_model(directory, device=device)
+    model, _ = load_model(directory, device=device, profile=profile)
     if not isinstance(model, TransformerLM):
         raise ModelLoadError(f"{directory}: a translation model, not a language model")
-    info_path = directory / TOKENIZER_FILE
-    if not info_path.is_file():
-        raise ModelLoadError(f"{info_path}: missing (the model has no tokenizer)")
-    info = json.loads(info_path.read_text())
-    return model, load_tokenizer(directory / info["file"])
+    _, tokenizer, _ = load_tokenizers(directory)
+    return model, tokenizer
 
 
 @torch.inference_mode()
@@ -68,13 +64,13 @@ def generate(
     context = torch.tensor([list(prompt)], device=device)  # (1, T)
     window = model.max_context
     if use_cache:
-        logits, cache = model.decode(_crop(context, window))
+        logits, cache = _decode_last(model, _crop(context, window), model.start_cache())
     out: list[int] = []
     for _ in range(max_new_tokens):
         if not use_cache:
-            logits = model(_crop(context, window))
+            logits = model(_crop(context, window))[:, -1]  # (1, V)
         token = sample_next(
-            logits[:, -1], temperature=temperature, top_k=top_k, top_p=top_p, generator=generator
+            logits, temperature=temperature, top_k=top_k, top_p=top_p, generator=generator
         )  # (1,)
         out.append(int(token))
         if on_token is not None:
@@ -83,10 +79,18 @@ def generate(
             break
         context = torch.cat([context, token[:, None]], dim=1)
         if use_cache and window and cache.length >= window:  # no position left for it
-            logits, cache = model.decode(context[:, -(window // 2) :])
+            logits, cache = _decode_last(model, context[:, -(window // 2) :], model.start_cache())
         elif use_cache:
-            logits, cache = model.decode(token[:, None], cache=cache)
+            logits, cache = _decode_last(model, token[:, None], cache)
     return out
+
+
+def _decode_last(
+    model: TransformerLM, tokens: torch.Tensor, cache: KVCache
+) -> tuple[torch.Tensor, KVCache]:
+    """(1, V) logits after the last of ``tokens`` (1, T), and the cache extended by T."""
+    hidden, cache = model.decode(tokens, cache=cache)
+    return model.logits(hidden[:, -1]), cache
 
 
 def _crop(context: torch.Tensor, window: int | None) -> torch.Tensor:

@@ -9,7 +9,8 @@ import torch
 from torch import Tensor
 
 from aiayn.config import BOS_ID, EOS_ID, PAD_ID
-from aiayn.decode.stepper import StepDecoder, TransformerStepper
+from aiayn.decode.specials import forbid_specials
+from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
 
 
@@ -40,8 +41,7 @@ def greedy_search(
     out = []
     for step in range(int(limit.max())):
         log_probs, state = decoder.step(token, state)  # (B, V)
-        log_probs[:, PAD_ID] = float("-inf")
-        log_probs[:, BOS_ID] = float("-inf")
+        forbid_specials(log_probs)
         token = log_probs.argmax(dim=-1, keepdim=True)  # (B, 1)
         token = token.masked_fill((step + 1 >= limit)[:, None], EOS_ID)
         token = token.masked_fill(finished[:, None], PAD_ID)
@@ -56,4 +56,4 @@ def greedy_decode(
     model: Transformer, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
 ) -> Tensor:
     """``greedy_search`` through a Transformer's KV cache."""
-    return greedy_search(TransformerStepper(model), src, max_len_b=max_len_b, max_len=max_len)
+    return greedy_search(stepper_for(model), src, max_len_b=max_len_b, max_len=max_len)

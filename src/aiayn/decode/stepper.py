@@ -1,23 +1,24 @@
-"""The interface search algorithms decode through, and its Transformer implementation.
+"""The interface search algorithms decode through, and its Transformer implementations.
 
 Search code sees only ``start``, ``step`` and ``reorder``, so tests can replace the model by
-a scripted decoder with hand-set probabilities (fairseq's approach).
+a scripted decoder with hand-set probabilities (fairseq's approach). The layout of beams
+(W consecutive rows per sentence) is a contract of this interface, and of nothing below it.
 
 Shapes: B sentences, W rows (beams) per sentence, N = B·W rows, S source length, V vocabulary.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
 from torch import Tensor
 
+from aiayn.accel.output import FastLogProbs
+from aiayn.accel.shared_memory import SharedMemory
 from aiayn.models.transformer import Transformer
 from aiayn.modules import KVCache
-from aiayn.modules.packed_linear import packed_for_inference
 
 
 class StepDecoder(Protocol):
@@ -44,47 +45,69 @@ class StepDecoder(Protocol):
 
 @dataclass(frozen=True)
 class TransformerState:
-    src_mask: Tensor  # (B, 1, 1, S)
+    src_mask: Tensor  # (N, 1, 1, S), or (B, 1, 1, S) when memory is shared by a sentence's rows
     cache: KVCache
 
 
 class TransformerStepper:
-    """A ``StepDecoder`` over a Transformer with its KV cache: each step feeds one token,
-    self-attention keys/values grow by one, encoder–decoder keys/values are computed once."""
+    """A ``StepDecoder`` over a Transformer with its KV cache, the plain way: each step
+    feeds one token and computes log_softmax(logits); every row holds its own copy of its
+    sentence's memory keys/values and source mask, reselected with the rows."""
 
     def __init__(self, model: Transformer):
-        """The output projection is packed once here (``packed_for_inference``): build a
-        new stepper after changing the model's weights."""
         self.model = model
-        self.project = packed_for_inference(model.output.proj)
 
     def start(self, src: Tensor) -> TransformerState:
-        """Encode once per sentence: later, the beams of a sentence share its memory keys
-        and values (``CrossAttention`` groups their queries), so nothing is repeated."""
         src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
         memory = self.model.encode(src, src_mask)  # (B, S, D)
         return TransformerState(src_mask, self.model.start_cache(memory))
 
     def step(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
-        states, cache = self.model.decode_states(tokens, None, state.src_mask, cache=state.cache)
-        return self._log_probs(states[:, -1]), TransformerState(state.src_mask, cache)
+        hidden, cache = self.model.decode(tokens, state.src_mask, cache=state.cache)
+        return self.log_probs(hidden[:, -1]), TransformerState(state.src_mask, cache)
 
-    def _log_probs(self, states: Tensor) -> Tensor:
-        """(N, D) final decoder states -> (N, V) next-token log-probabilities."""
-        logits = self.project(states).float()  # (N, V)
-        if logits.device.type == "cpu" and _log_softmax_can_overwrite(logits.size(-1)):
-            return torch.log_softmax(logits, dim=-1, out=logits)
-        return logits.log_softmax(dim=-1)
+    def log_probs(self, hidden: Tensor) -> Tensor:
+        """(N, D) final decoder states -> (N, V) float32 next-token log-probabilities."""
+        return self.model.logits(hidden).float().log_softmax(dim=-1)
 
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
     ) -> TransformerState:
-        if sentences is None:
-            return TransformerState(state.src_mask, state.cache.reorder(index))
-        return TransformerState(
-            state.src_mask.index_select(0, sentences),  # (B', 1, 1, S)
-            state.cache.reorder(index, memory_index=sentences),
+        return TransformerState(state.src_mask.index_select(0, index), state.cache.reorder(index))
+
+
+class FastTransformerStepper(TransformerStepper):
+    """``TransformerStepper`` with the fast profile's decoding tricks (``aiayn.accel``):
+    the beams of a sentence share one copy of its memory keys/values and source mask
+    (``SharedMemory``, read by ``BeamSharedCrossAttention``), and the output projection is
+    packed once (``FastLogProbs``: build a new stepper after changing the weights)."""
+
+    def __init__(self, model: Transformer):
+        super().__init__(model)
+        self.fast_log_probs = FastLogProbs(model.output)
+
+    def start(self, src: Tensor) -> TransformerState:
+        state = super().start(src)
+        memory = tuple(SharedMemory.of(kv) for kv in state.cache.memory)
+        return TransformerState(state.src_mask, replace(state.cache, memory=memory))
+
+    def log_probs(self, hidden: Tensor) -> Tensor:
+        return self.fast_log_probs(hidden)
+
+    def reorder(
+        self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
+    ) -> TransformerState:
+        src_mask = (
+            state.src_mask if sentences is None else state.src_mask.index_select(0, sentences)
         )
+        rows_per_sentence = len(index) // src_mask.size(0)
+        cache = state.cache
+        cache = replace(
+            cache,
+            self_attn=tuple(kv.select(index) for kv in cache.self_attn),
+            memory=tuple(kv.regrouped(rows_per_sentence, sentences) for kv in cache.memory),
+        )
+        return TransformerState(src_mask, cache)
 
 
 class UncachedTransformerStepper(TransformerStepper):
@@ -100,8 +123,8 @@ class UncachedTransformerStepper(TransformerStepper):
     def step(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
         memory, src_mask, prefix = state
         prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
-        states, _ = self.model.decode_states(prefix, memory, src_mask)  # (N, t+1, D)
-        return self._log_probs(states[:, -1]), (memory, src_mask, prefix)
+        hidden, _ = self.model.decode(prefix, src_mask, memory=memory)  # (N, t+1, D)
+        return self.log_probs(hidden[:, -1]), (memory, src_mask, prefix)
 
     def reorder(
         self,
@@ -119,16 +142,12 @@ class UncachedTransformerStepper(TransformerStepper):
         return memory, src_mask, prefix.index_select(0, index)
 
 
-@functools.cache
-def _log_softmax_can_overwrite(width: int) -> bool:
-    """Whether PyTorch's CPU log-softmax may write its result over its input, checked once
-    per row width on this PyTorch: its kernel reads a row before writing it, which is not
-    a documented promise. Overwriting the logits instead of writing a second (N, V) table
-    makes a tiny model's beam search ~6% faster here."""
-    x = torch.randn(3, width, generator=torch.Generator().manual_seed(0))
-    expected = x.log_softmax(dim=-1)
-    try:
-        torch.log_softmax(x, dim=-1, out=x)
-    except RuntimeError:
-        return False
-    return torch.equal(x, expected)
+STEPPERS: dict[str, type[TransformerStepper]] = {
+    "reference": TransformerStepper,
+    "fast": FastTransformerStepper,
+}
+
+
+def stepper_for(model: Transformer) -> TransformerStepper:
+    """The cached stepper of the model's profile."""
+    return STEPPERS[model.profile.name](model)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,17 +9,18 @@ from typing import Literal
 
 import torch
 
+from aiayn.accel import DEFAULT_PROFILE
 from aiayn.config import EOS_ID, PAD_ID
-from aiayn.data.tokenizer import Tokenizer, load_tokenizer
+from aiayn.data.tokenizer import Tokenizer, load_tokenizers
 from aiayn.decode.beam import beam_search
 from aiayn.decode.greedy import greedy_search
-from aiayn.decode.stepper import TransformerStepper
-from aiayn.models import load_model
-from aiayn.models.io import TOKENIZER_FILE
+from aiayn.decode.stepper import TransformerStepper, stepper_for
+from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
+from aiayn.store import load_model
 
 
-class TranslationError(ValueError):
+class TranslationError(AiaynError, ValueError):
     """Input that cannot be translated under the chosen options (e.g. an over-long line)."""
 
 
@@ -60,17 +60,28 @@ class Translator:
         self.pretokenized = pretokenized
 
     @classmethod
-    def from_dir(cls, directory: str | Path, *, device: str = "cpu") -> Translator:
+    def from_dir(
+        cls, directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
+    ) -> Translator:
         """Load a model directory written by training or ``aiayn average``."""
-        directory = Path(directory)
-        model, _ = load_model(directory, device=device)
-        info_path = directory / TOKENIZER_FILE
-        if not info_path.is_file():
-            raise TranslationError(f"{info_path}: missing (the model has no tokenizer)")
-        info = json.loads(info_path.read_text())
-        src = load_tokenizer(directory / info["src"])
-        tgt = src if info["tgt"] == info["src"] else load_tokenizer(directory / info["tgt"])
-        return cls(model, src, tgt, pretokenized=bool(info.get("pretokenized")))
+        model, _ = load_model(directory, device=device, profile=profile)
+        if not isinstance(model, Transformer):
+            raise TranslationError(f"{directory}: a language model, not a translation model")
+        src, tgt, info = load_tokenizers(directory)
+        return cls(model, src, tgt, pretokenized=info.pretokenized)
+
+    def check(self, options: SearchOptions) -> None:
+        """Refuse options this model cannot decode with, before any work.
+
+        Raises:
+            TranslationError: the beam is too large for the vocabulary.
+        """
+        vocab = self.model.output.weight.size(0)
+        if options.beam > 1 and 2 * options.beam > vocab:
+            raise TranslationError(
+                f"beam {options.beam} is too large for a vocabulary of {vocab} "
+                f"(at most {vocab // 2})"
+            )
 
     @property
     def device(self) -> torch.device:
@@ -102,7 +113,7 @@ class Translator:
         results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
         todo = [i for i, row in enumerate(sources) if len(row)]
         lengths = [len(row) + 1 for row in sources]
-        stepper = TransformerStepper(self.model)  # packs the output projection once
+        stepper = stepper_for(self.model)  # packs the output projection once
         for batch in _length_batches(todo, lengths, options.batch_tokens):
             src = _pad([[*sources[i], EOS_ID] for i in batch]).to(self.device)
             for i, hyps in zip(batch, self._search(stepper, src, options), strict=True):
@@ -138,6 +149,7 @@ class Translator:
             alpha=options.alpha,
             max_len_b=options.max_len_b,
             nbest=options.nbest,
+            profile=self.model.profile.name,
         )
         return [[self._translation(h.tokens, h.score) for h in hyps] for hyps in found]
 

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from aiayn.data.corpus import CorpusError
 from aiayn.data.lm import sequential_blocks
 from aiayn.models.lm import TransformerLM
 
@@ -41,5 +42,5 @@ def stream_perplexity(
         )
         count += y.numel()
     if count == 0:
-        raise ValueError(f"the text is shorter than one block of {block_size} tokens + 1")
+        raise CorpusError(f"the text is shorter than one block of {block_size} tokens + 1")
     return Perplexity(total / count, count)

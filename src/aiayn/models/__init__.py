@@ -1,18 +1,15 @@
-"""Models: the encoder–decoder Transformer and how to build, save and load it."""
+"""The paper's models: the encoder–decoder Transformer, the decoder-only language model, and
+the one builder that turns a config into either."""
 
-from aiayn.models.build import build_lm, build_model, init_weights
-from aiayn.models.io import ModelLoadError, load_model, save_model
+from aiayn.models.build import build_model, init_weights
 from aiayn.models.lm import TransformerLM
-from aiayn.models.transformer import AttentionMaps, Transformer
+from aiayn.models.transformer import AttentionMaps, Decoded, Transformer
 
 __all__ = [
     "AttentionMaps",
-    "ModelLoadError",
+    "Decoded",
     "Transformer",
     "TransformerLM",
-    "build_lm",
     "build_model",
     "init_weights",
-    "load_model",
-    "save_model",
 ]

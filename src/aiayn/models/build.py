@@ -1,4 +1,9 @@
-"""The one place where a config meets the modules: ``build_model`` and ``init_weights``."""
+"""The one place where a config meets the modules: ``build_model`` and ``init_weights``.
+
+A model is built with a profile (``aiayn.accel``): the paper's plain modules
+(``"reference"``), or the same functions with measured speed tricks (``"fast"``, the
+default). Both have the same parameters, so weights load into either.
+"""
 
 from __future__ import annotations
 
@@ -7,105 +12,144 @@ import math
 import torch
 from torch import nn
 
+from aiayn.accel import DEFAULT_PROFILE, Profile, get_profile
 from aiayn.config import PAD_ID, ModelConfig
 from aiayn.models.lm import TransformerLM
 from aiayn.models.transformer import Decoder, EmbeddingWithPositions, Encoder, Transformer
 from aiayn.modules import (
     POSITIONAL,
+    CrossAttention,
     DecoderLayer,
     EncoderLayer,
     OutputProjection,
+    PositionwiseFeedForward,
+    SelfAttention,
     TokenEmbedding,
 )
-from aiayn.modules.attention import CrossAttention, SelfAttention
+from aiayn.modules.layers import SublayerConnection
 
 
-def build_model(cfg: ModelConfig) -> Transformer | TransformerLM:
+def build_model(cfg: ModelConfig, *, profile: str = DEFAULT_PROFILE) -> Transformer | TransformerLM:
     """Build and initialise the model ``cfg`` describes: the encoder–decoder Transformer,
-    or with ``n_encoder_layers == 0`` the decoder-only language model."""
-    if not cfg.is_encoder_decoder:
-        return build_lm(cfg)
-    if cfg.src_vocab_size <= 0 or cfg.tgt_vocab_size <= 0:
-        raise ValueError("set src_vocab_size and tgt_vocab_size (ModelConfig.with_vocab)")
-    src_tokens = TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
-    tgt_tokens = (
-        src_tokens
-        if cfg.share_embeddings
-        else TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    or with ``n_encoder_layers == 0`` the decoder-only language model (its vocabulary is
+    ``tgt_vocab_size``)."""
+    if cfg.tgt_vocab_size <= 0 or (cfg.is_encoder_decoder and cfg.src_vocab_size <= 0):
+        raise ValueError("set the vocabulary sizes (ModelConfig.with_vocab)")
+    parts = _Parts(cfg, get_profile(profile))
+    tgt_tokens = TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    decoder = Decoder(
+        layers=[
+            parts.decoder_layer(cross=cfg.is_encoder_decoder) for _ in range(cfg.n_decoder_layers)
+        ],
+        final_norm=parts.final_norm(),
     )
-    model = Transformer(
-        src_embed=_embed(cfg, src_tokens),
-        tgt_embed=_embed(cfg, tgt_tokens),
-        encoder=Encoder(
-            layers=[EncoderLayer(**_layer_args(cfg)) for _ in range(cfg.n_encoder_layers)],
-            final_norm=_final_norm(cfg),
-        ),
-        decoder=Decoder(
-            layers=[DecoderLayer(**_layer_args(cfg)) for _ in range(cfg.n_decoder_layers)],
-            final_norm=_final_norm(cfg),
-        ),
-        output=OutputProjection(
+    if not cfg.is_encoder_decoder:
+        model = TransformerLM(
+            embed=parts.embed(tgt_tokens),
+            decoder=decoder,
+            output=parts.output(tgt_tokens),
+            max_context=cfg.max_positions if cfg.positional == "learned" else None,
+            profile=parts.profile,
+        )
+    else:
+        src_tokens = (
+            tgt_tokens
+            if cfg.share_embeddings
+            else TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+        )
+        model = Transformer(
+            src_embed=parts.embed(src_tokens),
+            tgt_embed=parts.embed(tgt_tokens),
+            encoder=Encoder(
+                layers=[parts.encoder_layer() for _ in range(cfg.n_encoder_layers)],
+                final_norm=parts.final_norm(),
+            ),
+            decoder=decoder,
+            output=parts.output(tgt_tokens),
+            pad_id=PAD_ID,
+            profile=parts.profile,
+        )
+    init_weights(model, d_model=cfg.d_model)
+    return model
+
+
+class _Parts:
+    """Makes each part of a model from the config, with the profile's implementations."""
+
+    def __init__(self, cfg: ModelConfig, profile: Profile):
+        self.cfg = cfg
+        self.profile = profile
+
+    def embed(self, tokens: TokenEmbedding) -> EmbeddingWithPositions:
+        cfg = self.cfg
+        positional = POSITIONAL[cfg.positional]
+        if cfg.positional == "learned":
+            positions = positional(d_model=cfg.d_model, max_positions=cfg.max_positions)
+        else:
+            positions = positional(d_model=cfg.d_model)
+        return EmbeddingWithPositions(
+            tokens=tokens, positions=positions, dropout=self.profile.dropout(cfg.dropout)
+        )
+
+    def encoder_layer(self) -> EncoderLayer:
+        return EncoderLayer(
+            self_attn=self._attention(SelfAttention),
+            self_attn_connection=self._connection(),
+            ffn=self._ffn(),
+            ffn_connection=self._connection(),
+        )
+
+    def decoder_layer(self, *, cross: bool) -> DecoderLayer:
+        return DecoderLayer(
+            self_attn=self._attention(SelfAttention),
+            self_attn_connection=self._connection(),
+            cross_attn=self._attention(self.profile.cross_attention) if cross else None,
+            cross_attn_connection=self._connection() if cross else None,
+            ffn=self._ffn(),
+            ffn_connection=self._connection(),
+        )
+
+    def output(self, tgt_tokens: TokenEmbedding) -> OutputProjection:
+        cfg = self.cfg
+        return OutputProjection(
             d_model=cfg.d_model,
             vocab_size=cfg.tgt_vocab_size,
             tied_to=tgt_tokens if cfg.tie_output else None,
-        ),
-        pad_id=PAD_ID,
-    )
-    init_weights(model, d_model=cfg.d_model)
-    return model
+        )
 
+    def final_norm(self) -> nn.LayerNorm | None:
+        """Pre-norm stacks end with a LayerNorm; post-norm layers already end with one."""
+        return self._norm() if self.cfg.norm_first else None
 
-def build_lm(cfg: ModelConfig) -> TransformerLM:
-    """The decoder-only language model; its vocabulary is ``tgt_vocab_size``."""
-    if cfg.tgt_vocab_size <= 0:
-        raise ValueError("set tgt_vocab_size (ModelConfig.with_vocab)")
-    tokens = TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
-    layers = [
-        DecoderLayer(**_layer_args(cfg), cross_attention=False) for _ in range(cfg.n_decoder_layers)
-    ]
-    model = TransformerLM(
-        embed=_embed(cfg, tokens),
-        decoder=Decoder(layers=layers, final_norm=_final_norm(cfg)),
-        output=OutputProjection(
+    def _attention(self, kind: type[SelfAttention] | type[CrossAttention]):
+        cfg = self.cfg
+        return kind(
             d_model=cfg.d_model,
-            vocab_size=cfg.tgt_vocab_size,
-            tied_to=tokens if cfg.tie_output else None,
-        ),
-        max_context=cfg.max_positions if cfg.positional == "learned" else None,
-    )
-    init_weights(model, d_model=cfg.d_model)
-    return model
+            n_heads=cfg.n_heads,
+            dropout=cfg.attention_dropout,
+            bias=cfg.bias,
+            attention=self.profile.attention,
+        )
 
+    def _ffn(self) -> PositionwiseFeedForward:
+        cfg = self.cfg
+        return PositionwiseFeedForward(
+            d_model=cfg.d_model,
+            d_ff=cfg.d_ff,
+            activation=cfg.activation,
+            dropout=self.profile.dropout(cfg.activation_dropout),
+            bias=cfg.bias,
+        )
 
-def _embed(cfg: ModelConfig, tokens: TokenEmbedding) -> EmbeddingWithPositions:
-    positional = POSITIONAL[cfg.positional]
-    if cfg.positional == "learned":
-        positions = positional(d_model=cfg.d_model, max_positions=cfg.max_positions)
-    else:
-        positions = positional(d_model=cfg.d_model)
-    return EmbeddingWithPositions(tokens=tokens, positions=positions, dropout=cfg.dropout)
+    def _connection(self) -> SublayerConnection:
+        return SublayerConnection(
+            norm=self._norm(),
+            dropout=self.profile.dropout(self.cfg.dropout),
+            norm_first=self.cfg.norm_first,
+        )
 
-
-def _layer_args(cfg: ModelConfig) -> dict:
-    return dict(
-        d_model=cfg.d_model,
-        n_heads=cfg.n_heads,
-        d_ff=cfg.d_ff,
-        dropout=cfg.dropout,
-        attention_dropout=cfg.attention_dropout,
-        activation=cfg.activation,
-        activation_dropout=cfg.activation_dropout,
-        norm_first=cfg.norm_first,
-        bias=cfg.bias,
-        eps=cfg.layer_norm_eps,
-    )
-
-
-def _final_norm(cfg: ModelConfig) -> nn.LayerNorm | None:
-    """Pre-norm stacks end with a LayerNorm; post-norm layers already end with one."""
-    if not cfg.norm_first:
-        return None
-    return nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
+    def _norm(self) -> nn.LayerNorm:
+        return nn.LayerNorm(self.cfg.d_model, eps=self.cfg.layer_norm_eps, bias=self.cfg.bias)
 
 
 @torch.no_grad()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from aiayn import masks
-from aiayn.models.transformer import Decoder, EmbeddingWithPositions
+from aiayn.accel import Profile
+from aiayn.models.transformer import Decoded, Decoder, EmbeddingWithPositions
 from aiayn.modules import KVCache, OutputProjection
 
 
@@ -23,34 +23,29 @@ class TransformerLM(nn.Module):
         decoder: Decoder,
         output: OutputProjection,
         max_context: int | None,
+        profile: Profile,
     ):
         super().__init__()
         self.embed = embed
         self.decoder = decoder
         self.output = output
         self.max_context = max_context  # None: any length (sinusoidal positions)
+        self.profile = profile
 
     def start_cache(self) -> KVCache:
-        return KVCache.empty(len(self.decoder.layers))
+        return KVCache.empty(len(self.decoder.layers), store=self.profile.key_values)
 
-    def hidden_states(self, tokens: Tensor, *, cache: KVCache | None = None) -> tuple:
-        """Final states (B, T, D) of T new tokens after the L in ``cache``, and the new cache."""
-        cache = self.start_cache() if cache is None else cache
-        steps = tokens.size(1)
-        mask = (
-            masks.causal_mask(steps, offset=cache.length, device=tokens.device)
-            if steps > 1
-            else None
-        )
-        out = self.decoder(self.embed(tokens, offset=cache.length), self_mask=mask, cache=cache)
-        return out.x, cache.advanced(out.self_kv, steps)
+    def decode(self, tokens: Tensor, *, cache: KVCache | None = None) -> Decoded:
+        """Final states (B, T, D) of T new tokens after the L in ``cache``, and the cache
+        extended by T (None without a cache)."""
+        offset = 0 if cache is None else cache.length
+        out = self.decoder(self.embed(tokens, offset=offset), cache=cache)
+        return Decoded(out.hidden, out.cache)
 
-    def decode(self, tokens: Tensor, *, cache: KVCache | None = None) -> tuple[Tensor, KVCache]:
-        """(B, T, V) next-token logits for T new tokens, and the cache extended by T."""
-        hidden, cache = self.hidden_states(tokens, cache=cache)
-        return self.output(hidden), cache
+    def logits(self, hidden: Tensor) -> Tensor:
+        """(B, T, D) hidden states -> (B, T, V) next-token logits."""
+        return self.output(hidden)
 
     def forward(self, tokens: Tensor) -> Tensor:
         """(B, T) ids -> (B, T, V) logits; position t predicts token t + 1."""
-        logits, _ = self.decode(tokens)
-        return logits
+        return self.logits(self.decode(tokens).hidden)

@@ -10,19 +10,26 @@ from typing import NamedTuple
 from torch import Tensor, nn
 
 from aiayn import masks
-from aiayn.modules import DecoderLayer, EncoderLayer, KVCache, OutputProjection, TokenEmbedding
-from aiayn.modules.attention import KeyValue
-from aiayn.modules.dropout import Dropout
-from aiayn.modules.kv_buffer import KeyValueBuffer
+from aiayn.accel import Profile
+from aiayn.modules import (
+    KVCache,
+    MemoryKeyValues,
+    OutputProjection,
+    TokenEmbedding,
+)
 
 
-class Encoder(nn.Module):
-    """A stack of N encoder layers; a final LayerNorm when the layers are pre-norm."""
+class Stack(nn.Module):
+    """N identical layers; a final LayerNorm after them when the layers are pre-norm."""
 
-    def __init__(self, *, layers: list[EncoderLayer], final_norm: nn.LayerNorm | None):
+    def __init__(self, *, layers: list[nn.Module], final_norm: nn.LayerNorm | None):
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.final_norm = final_norm
+
+
+class Encoder(Stack):
+    """The encoder stack (§3.1)."""
 
     def forward(
         self, x: Tensor, *, mask: Tensor | None, need_weights: bool = False
@@ -39,21 +46,16 @@ class Encoder(nn.Module):
 
 
 class DecoderOutput(NamedTuple):
-    x: Tensor  # (B, T, D)
-    self_kv: tuple[KeyValueBuffer, ...]  # per layer, (B, H, L+T, Dh) each
+    hidden: Tensor  # (B, T, D)
+    cache: KVCache | None  # extended by these positions (None: decoding without a cache)
     self_weights: list[Tensor]  # per layer, (B, H, T, L+T), when asked
     cross_weights: list[Tensor]  # per layer, (B, H, T, S), when asked
 
 
-class Decoder(nn.Module):
-    """A stack of N decoder layers; a final LayerNorm when the layers are pre-norm."""
+class Decoder(Stack):
+    """The decoder stack (§3.1)."""
 
-    def __init__(self, *, layers: list[DecoderLayer], final_norm: nn.LayerNorm | None):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.final_norm = final_norm
-
-    def project_memory(self, memory: Tensor) -> tuple[KeyValue, ...]:
+    def project_memory(self, memory: Tensor) -> tuple[MemoryKeyValues, ...]:
         """Every layer's encoder–decoder keys/values, (B, H, S, Dh) each, computed once."""
         return tuple(layer.cross_attn.project_memory(memory) for layer in self.layers)
 
@@ -61,20 +63,28 @@ class Decoder(nn.Module):
         self,
         x: Tensor,
         *,
-        self_mask: Tensor | None,
-        cache: KVCache,
+        cache: KVCache | None = None,
+        self_mask: Tensor | None = None,
+        memory_kv: tuple[MemoryKeyValues, ...] = (),
         cross_mask: Tensor | None = None,
         need_weights: bool = False,
     ) -> DecoderOutput:
-        """Run T new positions (B, T, D) through every layer, after the L in ``cache``."""
+        """Run T new positions (B, T, D) through every layer, after the L in ``cache``.
+
+        ``self_mask`` defaults to causal; with a cache, its memory keys/values are used.
+        """
+        offset = 0 if cache is None else cache.length
+        if self_mask is None and x.size(1) > 1:
+            self_mask = masks.causal_mask(x.size(1), offset=offset, device=x.device)
+        memory_kv = memory_kv if cache is None else cache.memory
         self_kv, self_weights, cross_weights = [], [], []
         for i, layer in enumerate(self.layers):
             out = layer(
                 x,
                 self_mask=self_mask,
-                memory_kv=cache.cross_attn[i] if cache.cross_attn else None,
+                memory_kv=memory_kv[i] if memory_kv else None,
                 cross_mask=cross_mask,
-                past=cache.self_attn[i],
+                past=None if cache is None else cache.self_attn[i],
                 need_weights=need_weights,
             )
             x = out.x
@@ -85,21 +95,29 @@ class Decoder(nn.Module):
                 cross_weights.append(out.cross_weights)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        return DecoderOutput(x, tuple(self_kv), self_weights, cross_weights)
+        new_cache = None if cache is None else cache.advanced(tuple(self_kv), x.size(1))
+        return DecoderOutput(x, new_cache, self_weights, cross_weights)
 
 
 class EmbeddingWithPositions(nn.Module):
     """Scaled token embedding + positional encoding, then dropout (§3.4, §3.5, §5.4)."""
 
-    def __init__(self, *, tokens: TokenEmbedding, positions: nn.Module, dropout: float):
+    def __init__(self, *, tokens: TokenEmbedding, positions: nn.Module, dropout: nn.Module):
         super().__init__()
         self.tokens = tokens
         self.positions = positions
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         """(B, T) ids at positions offset .. offset+T-1 -> (B, T, D)."""
         return self.dropout(self.tokens(ids) + self.positions(ids.size(1), offset))
+
+
+class Decoded(NamedTuple):
+    """What decoding T positions gives: final decoder states and the extended cache."""
+
+    hidden: Tensor  # (B, T, D)
+    cache: KVCache | None  # None when decoding without a cache
 
 
 class AttentionMaps(NamedTuple):
@@ -111,7 +129,11 @@ class AttentionMaps(NamedTuple):
 
 
 class Transformer(nn.Module):
-    """Encoder–decoder Transformer. Returns logits; loss and search live elsewhere."""
+    """Encoder–decoder Transformer. Returns logits; loss and search live elsewhere.
+
+    ``encode`` the source once, ``decode`` target positions into hidden states (all at once,
+    or a few at a time with a ``KVCache``), and turn hidden states into ``logits``.
+    """
 
     def __init__(
         self,
@@ -122,6 +144,7 @@ class Transformer(nn.Module):
         decoder: Decoder,
         output: OutputProjection,
         pad_id: int,
+        profile: Profile,
     ):
         super().__init__()
         self.src_embed = src_embed
@@ -130,6 +153,7 @@ class Transformer(nn.Module):
         self.decoder = decoder
         self.output = output
         self.pad_id = pad_id
+        self.profile = profile
 
     def source_mask(self, src: Tensor) -> Tensor:
         """(B, S) ids -> (B, 1, 1, S) bool padding mask for encoder and cross attention."""
@@ -137,106 +161,79 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """(B, S) source ids -> (B, S, D) memory."""
-        memory, _ = self._encode(src, src_mask)
-        return memory
+        mask = self.source_mask(src) if src_mask is None else src_mask
+        return self.encoder(self.src_embed(src), mask=mask)[0]
 
     def start_cache(self, memory: Tensor) -> KVCache:
         """An empty cache holding the encoder–decoder keys/values of ``memory``."""
-        return KVCache.empty(len(self.decoder.layers), self.decoder.project_memory(memory))
+        return KVCache.empty(
+            len(self.decoder.layers),
+            self.decoder.project_memory(memory),
+            store=self.profile.key_values,
+        )
 
     def decode(
         self,
         tgt: Tensor,
-        memory: Tensor | None,
         src_mask: Tensor | None,
         *,
+        memory: Tensor | None = None,
         cache: KVCache | None = None,
         tgt_mask: Tensor | None = None,
-    ) -> tuple[Tensor, KVCache]:
-        """Logits for T new target positions, after the L positions in ``cache``.
+    ) -> Decoded:
+        """Final decoder states of T target positions, after the L positions in ``cache``.
 
         Args:
-            tgt: (B, T) target ids at positions L .. L+T-1; or (B·K, T) for K hypotheses
-                per sentence in consecutive rows (beam search), which share its memory.
-            memory: (B, S, D) encoder output; only read when ``cache`` is None (a cache
-                already holds the encoder–decoder keys/values).
+            tgt: (B, T) target ids at positions L .. L+T-1.
             src_mask: (B, 1, 1, S) source padding mask.
-            cache: keys/values of earlier positions, or None to start afresh.
+            memory: (B, S, D) encoder output; needed without a cache (a cache already holds
+                the encoder–decoder keys/values, from ``start_cache``).
+            cache: keys/values of earlier positions, or None to decode without one.
             tgt_mask: self-attention mask broadcastable to (B, H, T, L+T); default causal.
 
         Returns:
-            (B, T, V) logits and the cache extended by T positions.
+            (B, T, D) hidden states, and the cache extended by T positions (None without).
         """
-        states, cache = self.decode_states(tgt, memory, src_mask, cache=cache, tgt_mask=tgt_mask)
-        return self.output(states), cache
+        out = self._decode(tgt, src_mask, memory=memory, cache=cache, tgt_mask=tgt_mask)
+        return Decoded(out.hidden, out.cache)
 
-    def decode_states(
-        self,
-        tgt: Tensor,
-        memory: Tensor | None,
-        src_mask: Tensor | None,
-        *,
-        cache: KVCache | None = None,
-        tgt_mask: Tensor | None = None,
-    ) -> tuple[Tensor, KVCache]:
-        """``decode`` without the output projection: (B, T, D) final decoder states, for
-        callers that project them themselves (decoding, with a packed weight)."""
-        out, cache = self._decode(tgt, memory, src_mask, cache=cache, tgt_mask=tgt_mask)
-        return out.x, cache
+    def logits(self, hidden: Tensor) -> Tensor:
+        """(B, T, D) hidden states -> (B, T, V) next-token logits (§3.4)."""
+        return self.output(hidden)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits: (B, S) source, (B, T) decoder input -> (B, T, V)."""
-        return self.output(self.decoder_states(src, tgt))
-
-    def decoder_states(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """Teacher-forced final decoder states (B, T, D), before the output projection.
-
-        Training uses them to fuse the projection with the loss (``aiayn.train.loss``).
-        """
         src_mask = self.source_mask(src)
-        memory, _ = self._encode(src, src_mask)
+        memory = self.encode(src, src_mask)
         tgt_mask = masks.decoder_self_mask(tgt, self.pad_id)
-        out, _ = self._decode(tgt, memory, src_mask, tgt_mask=tgt_mask)
-        return out.x
+        return self.logits(self.decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask).hidden)
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, AttentionMaps]:
         """Like ``forward`` through the eager attention path, also returning every weight."""
         src_mask = self.source_mask(src)
-        memory, enc_weights = self._encode(src, src_mask, need_weights=True)
+        memory, enc_weights = self.encoder(self.src_embed(src), mask=src_mask, need_weights=True)
         tgt_mask = masks.decoder_self_mask(tgt, self.pad_id)
-        out, _ = self._decode(tgt, memory, src_mask, tgt_mask=tgt_mask, need_weights=True)
+        out = self._decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask, need_weights=True)
         maps = AttentionMaps(enc_weights, out.self_weights, out.cross_weights)
-        return self.output(out.x), maps
-
-    def _encode(
-        self, src: Tensor, src_mask: Tensor | None, *, need_weights: bool = False
-    ) -> tuple[Tensor, list[Tensor]]:
-        if src_mask is None:
-            src_mask = self.source_mask(src)
-        return self.encoder(self.src_embed(src), mask=src_mask, need_weights=need_weights)
+        return self.logits(out.hidden), maps
 
     def _decode(
         self,
         tgt: Tensor,
-        memory: Tensor | None,
         src_mask: Tensor | None,
         *,
+        memory: Tensor | None,
         cache: KVCache | None = None,
         tgt_mask: Tensor | None = None,
         need_weights: bool = False,
-    ) -> tuple[DecoderOutput, KVCache]:
-        if cache is None:
-            if memory is None:
-                raise ValueError("decode needs the encoder output or a cache started from it")
-            cache = self.start_cache(memory)
-        steps = tgt.size(1)
-        if tgt_mask is None and steps > 1:
-            tgt_mask = masks.causal_mask(steps, offset=cache.length, device=tgt.device)
-        out = self.decoder(
-            self.tgt_embed(tgt, offset=cache.length),
-            self_mask=tgt_mask,
+    ) -> DecoderOutput:
+        if cache is None and memory is None:
+            raise ValueError("decode needs the encoder output or a cache started from it")
+        return self.decoder(
+            self.tgt_embed(tgt, offset=0 if cache is None else cache.length),
             cache=cache,
+            self_mask=tgt_mask,
+            memory_kv=self.decoder.project_memory(memory) if cache is None else (),
             cross_mask=src_mask,
             need_weights=need_weights,
         )
-        return out, cache.advanced(out.self_kv, steps)

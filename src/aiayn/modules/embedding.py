@@ -28,13 +28,25 @@ class TokenEmbedding(nn.Module):
 
 
 class OutputProjection(nn.Module):
-    """The pre-softmax linear transformation; its weight may be the target embedding (§3.4)."""
+    """The pre-softmax linear transformation; its weight may be the target embedding (§3.4).
+
+    ``weight`` (V, D) and ``bias`` (V,) or None are its public parts: a loss or a decoder
+    that computes the logits its own way reads them here.
+    """
 
     def __init__(self, *, d_model: int, vocab_size: int, tied_to: TokenEmbedding | None = None):
         super().__init__()
         self.proj = nn.Linear(d_model, vocab_size, bias=False)
         if tied_to is not None:
             self.proj.weight = tied_to.weight
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.proj.weight
+
+    @property
+    def bias(self) -> nn.Parameter | None:
+        return self.proj.bias
 
     def forward(self, x: Tensor) -> Tensor:
         """(B, T, D) -> (B, T, V) logits."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from aiayn.modules.dropout import Dropout
-
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU}
 
 
 class PositionwiseFeedForward(nn.Module):
-    """Two linear maps with an activation between them, applied to each position alike."""
+    """Two linear maps with an activation between them, applied to each position alike.
+
+    ``dropout`` acts on the activations (0 in the paper); pass ``nn.Identity()`` for none.
+    """
 
     def __init__(
         self,
@@ -21,7 +22,7 @@ class PositionwiseFeedForward(nn.Module):
         d_model: int,
         d_ff: int,
         activation: str = "relu",
-        activation_dropout: float = 0.0,
+        dropout: nn.Module | None = None,
         bias: bool = True,
     ):
         super().__init__()
@@ -30,7 +31,7 @@ class PositionwiseFeedForward(nn.Module):
             raise ValueError(f"unknown activation {activation!r}; choose from {choices}")
         self.w_1 = nn.Linear(d_model, d_ff, bias=bias)
         self.activation = ACTIVATIONS[activation]()
-        self.dropout = Dropout(activation_dropout)
+        self.dropout = dropout if dropout is not None else nn.Identity()
         self.w_2 = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:

@@ -1,6 +1,8 @@
-"""Encoder and decoder layers (§3.1), post-norm as the paper or pre-norm as an option.
+"""Encoder and decoder layers (§3.1), each made of sub-layers wrapped in residual connections.
 
-Shapes: B batch, S source length, T target length, L cached length, D d_model, H heads.
+Layers take their parts as arguments; ``aiayn.models.build`` makes them from a config.
+
+Shapes: B batch, S source length, T new target positions, L cached positions, D d_model.
 """
 
 from __future__ import annotations
@@ -9,10 +11,9 @@ from typing import NamedTuple
 
 from torch import Tensor, nn
 
-from aiayn.modules.attention import CrossAttention, KeyValue, SelfAttention
-from aiayn.modules.dropout import Dropout
+from aiayn.modules.attention import CrossAttention, SelfAttention
+from aiayn.modules.cache import KeyValues, MemoryKeyValues
 from aiayn.modules.feedforward import PositionwiseFeedForward
-from aiayn.modules.kv_buffer import KeyValueBuffer
 
 
 class SublayerConnection(nn.Module):
@@ -22,10 +23,10 @@ class SublayerConnection(nn.Module):
     Pre-norm: x + Dropout(Sublayer(LayerNorm(x))).
     """
 
-    def __init__(self, *, d_model: int, dropout: float, norm_first: bool, bias: bool, eps: float):
+    def __init__(self, *, norm: nn.LayerNorm, dropout: nn.Module, norm_first: bool):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.dropout = Dropout(dropout)
+        self.norm = norm
+        self.dropout = dropout
         self.norm_first = norm_first
 
     def sublayer_input(self, x: Tensor) -> Tensor:
@@ -42,33 +43,16 @@ class EncoderLayer(nn.Module):
     def __init__(
         self,
         *,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float,
-        attention_dropout: float = 0.0,
-        activation: str = "relu",
-        activation_dropout: float = 0.0,
-        norm_first: bool = False,
-        bias: bool = True,
-        eps: float = 1e-5,
+        self_attn: SelfAttention,
+        self_attn_connection: SublayerConnection,
+        ffn: PositionwiseFeedForward,
+        ffn_connection: SublayerConnection,
     ):
         super().__init__()
-        connection = dict(
-            d_model=d_model, dropout=dropout, norm_first=norm_first, bias=bias, eps=eps
-        )
-        self.self_attn = SelfAttention(
-            d_model=d_model, n_heads=n_heads, dropout=attention_dropout, bias=bias
-        )
-        self.self_attn_connection = SublayerConnection(**connection)
-        self.ffn = PositionwiseFeedForward(
-            d_model=d_model,
-            d_ff=d_ff,
-            activation=activation,
-            activation_dropout=activation_dropout,
-            bias=bias,
-        )
-        self.ffn_connection = SublayerConnection(**connection)
+        self.self_attn = self_attn
+        self.self_attn_connection = self_attn_connection
+        self.ffn = ffn
+        self.ffn_connection = ffn_connection
 
     def forward(
         self, x: Tensor, *, mask: Tensor | None, need_weights: bool = False
@@ -83,7 +67,7 @@ class EncoderLayer(nn.Module):
 
 class DecoderLayerOutput(NamedTuple):
     x: Tensor  # (B, T, D)
-    self_kv: KeyValueBuffer  # (B, H, L+T, Dh) each: the self-attention cache after this step
+    self_kv: KeyValues | None  # the self-attention cache after this step (None: no cache)
     self_weights: Tensor | None  # (B, H, T, L+T)
     cross_weights: Tensor | None  # (B, H, T, S)
 
@@ -91,51 +75,36 @@ class DecoderLayerOutput(NamedTuple):
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder–decoder attention, then a feed-forward network (§3.1).
 
-    With ``cross_attention=False`` the layer has no encoder–decoder attention at all (no
-    unused weights): the block of a decoder-only language model.
+    Without ``cross_attn`` the layer has no encoder–decoder attention at all (no unused
+    weights): the block of a decoder-only language model.
     """
 
     def __init__(
         self,
         *,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float,
-        attention_dropout: float = 0.0,
-        activation: str = "relu",
-        activation_dropout: float = 0.0,
-        norm_first: bool = False,
-        bias: bool = True,
-        eps: float = 1e-5,
-        cross_attention: bool = True,
+        self_attn: SelfAttention,
+        self_attn_connection: SublayerConnection,
+        ffn: PositionwiseFeedForward,
+        ffn_connection: SublayerConnection,
+        cross_attn: CrossAttention | None = None,
+        cross_attn_connection: SublayerConnection | None = None,
     ):
         super().__init__()
-        connection = dict(
-            d_model=d_model, dropout=dropout, norm_first=norm_first, bias=bias, eps=eps
-        )
-        attention = dict(d_model=d_model, n_heads=n_heads, dropout=attention_dropout, bias=bias)
-        self.self_attn = SelfAttention(**attention)
-        self.self_attn_connection = SublayerConnection(**connection)
-        self.cross_attn = CrossAttention(**attention) if cross_attention else None
-        self.cross_attn_connection = SublayerConnection(**connection) if cross_attention else None
-        self.ffn = PositionwiseFeedForward(
-            d_model=d_model,
-            d_ff=d_ff,
-            activation=activation,
-            activation_dropout=activation_dropout,
-            bias=bias,
-        )
-        self.ffn_connection = SublayerConnection(**connection)
+        self.self_attn = self_attn
+        self.self_attn_connection = self_attn_connection
+        self.cross_attn = cross_attn
+        self.cross_attn_connection = cross_attn_connection
+        self.ffn = ffn
+        self.ffn_connection = ffn_connection
 
     def forward(
         self,
         x: Tensor,
         *,
         self_mask: Tensor | None,
-        memory_kv: KeyValue | None = None,
+        memory_kv: MemoryKeyValues | None = None,
         cross_mask: Tensor | None = None,
-        past: KeyValueBuffer | None = None,
+        past: KeyValues | None = None,
         need_weights: bool = False,
     ) -> DecoderLayerOutput:
         """Run the layer on T new positions.
@@ -155,8 +124,7 @@ class DecoderLayer(nn.Module):
         x = self.self_attn_connection.add(x, attended)
         cross_weights = None
         if self.cross_attn is not None and self.cross_attn_connection is not None:
-            if memory_kv is None:
-                raise ValueError("this decoder layer attends to an encoder: pass memory_kv")
+            assert memory_kv is not None, "this decoder layer attends to an encoder's memory"
             h = self.cross_attn_connection.sublayer_input(x)
             attended, cross_weights = self.cross_attn(
                 h, memory_kv, mask=cross_mask, need_weights=need_weights

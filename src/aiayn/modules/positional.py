@@ -6,6 +6,9 @@ Each class maps a length T and an offset (the number of positions already decode
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 from torch import Tensor, nn
 
@@ -58,13 +61,6 @@ class SinusoidalPositionalEncoding(nn.Module):
         return self.table[offset:end]
 
 
-class SinusoidalConcatPositionalEncoding(SinusoidalPositionalEncoding):
-    """Sinusoids in the [sin | cos] layout (tensor2tensor, fairseq, Marian)."""
-
-    def __init__(self, *, d_model: int, initial_length: int = 256):
-        super().__init__(d_model=d_model, interleaved=False, initial_length=initial_length)
-
-
 class LearnedPositionalEmbedding(nn.Module):
     """A learned embedding per position (§3.5 found it nearly identical to sinusoids)."""
 
@@ -83,16 +79,8 @@ class LearnedPositionalEmbedding(nn.Module):
         return self.embedding.weight[offset:end]
 
 
-POSITIONAL: dict[str, type[nn.Module]] = {
+POSITIONAL: dict[str, Callable[..., nn.Module]] = {
     "sinusoidal": SinusoidalPositionalEncoding,
-    "sinusoidal_concat": SinusoidalConcatPositionalEncoding,
+    "sinusoidal_concat": partial(SinusoidalPositionalEncoding, interleaved=False),  # [sin | cos]
     "learned": LearnedPositionalEmbedding,
 }
-
-__all__ = [
-    "POSITIONAL",
-    "LearnedPositionalEmbedding",
-    "SinusoidalConcatPositionalEncoding",
-    "SinusoidalPositionalEncoding",
-    "sinusoid_table",
-]

@@ -1,32 +1,49 @@
 """Checkpoints that survive crashes, and checkpoint averaging (§6.1).
 
 A checkpoint is a directory ``RUN/checkpoints/step_NNNNNNNN`` that is also a model directory
-(``config.json``, ``model.safetensors`` and the tokenizer files), plus ``optimizer.safetensors``
-and ``trainer.json`` (update number, data-iterator position, counters). It is written under a
-temporary name and renamed, so a crash mid-write never damages the last good checkpoint.
-No pickle is used anywhere.
+(``config.json``, ``model.safetensors`` and the tokenizer files), plus ``optimizer.safetensors``,
+``trainer.json`` (update number, data-iterator position, counters) and ``checksums.json``
+(size and SHA-256 of every other file). It is written whole or not at all
+(``aiayn.files``); resuming verifies it against its checksums and falls back to the
+newest intact one. No pickle is used anywhere.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from aiayn.config import ModelConfig
-from aiayn.models.io import WEIGHTS_FILE, ModelLoadError, load_model, load_weights, save_model
+from aiayn.errors import AiaynError
+from aiayn.files import atomic_directory, sha256_file
+from aiayn.store.model_dir import (
+    CONFIG_FILE,
+    TRAINING_STATE_FILE,
+    WEIGHTS_FILE,
+    ModelLoadError,
+    load_model,
+    load_weights,
+    write_model_files,
+)
 
 CHECKPOINTS = "checkpoints"
 OPTIMIZER_FILE = "optimizer.safetensors"
-TRAINER_FILE = "trainer.json"
+TRAINER_FILE = TRAINING_STATE_FILE
+CHECKSUMS_FILE = "checksums.json"
 PREFIX = "step_"
+
+
+class CheckpointError(AiaynError):
+    """A checkpoint that cannot be written or read back."""
 
 
 def checkpoint_dir(run_dir: str | Path, update: int) -> Path:
@@ -41,13 +58,8 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
 
 
-def write_model_dir(
-    directory: Path, model: nn.Module, cfg: ModelConfig, assets: dict[str, bytes]
-) -> None:
-    """A model directory: weights, config and the files (tokenizers) it needs to be used."""
-    save_model(model, cfg, directory)
-    for name, content in assets.items():
-        (directory / name).write_bytes(content)
+def is_checkpoint(path: Path) -> bool:
+    return path.name.startswith(PREFIX) and (path / TRAINER_FILE).is_file()
 
 
 def save_checkpoint(
@@ -61,34 +73,97 @@ def save_checkpoint(
     assets: dict[str, bytes],
     keep_last: int,
 ) -> Path:
-    """Write the checkpoint of ``update`` atomically and delete all but the last ``keep_last``."""
+    """Write the checkpoint of ``update`` atomically, then delete all but the last ``keep_last``.
+
+    Raises:
+        CheckpointError: the disk is full (or another write error): the new checkpoint is
+            not kept, and the previous ones are untouched.
+    """
     final = checkpoint_dir(run_dir, update)
-    tmp = final.with_name(f".tmp-{final.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    write_model_dir(tmp, model, cfg, assets)
-    tensors, meta = _flatten_optimizer(optimizer.state_dict())
-    save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"meta": json.dumps(meta)})
-    (tmp / TRAINER_FILE).write_text(json.dumps(trainer_state, indent=2))
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    try:
+        with atomic_directory(final, replace=True, replaceable=is_checkpoint) as tmp:
+            write_model_files(tmp, model, cfg)
+            for name, content in assets.items():
+                (tmp / name).write_bytes(content)
+            tensors, meta = _flatten_optimizer(optimizer.state_dict())
+            save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"meta": json.dumps(meta)})
+            (tmp / TRAINER_FILE).write_text(json.dumps(trainer_state, indent=2))
+            _write_checksums(tmp)
+    except OSError as e:
+        reason = "the disk is full" if e.errno == errno.ENOSPC else f"{e.strerror or e}"
+        raise CheckpointError(
+            f"cannot save {final}: {reason}; the previous checkpoints are intact"
+        ) from None
     for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
+def _write_checksums(directory: Path) -> None:
+    files = sorted(p for p in directory.iterdir() if p.is_file())
+    sums = {p.name: {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in files}
+    (directory / CHECKSUMS_FILE).write_text(json.dumps(sums, indent=2))
+
+
+def verify_checkpoint(path: Path) -> None:
+    """Check that every file of the checkpoint is there with the size and checksum it was
+    saved with.
+
+    Raises:
+        CheckpointError: a file is missing, truncated or changed (named in the message).
+    """
+    sums_path = path / CHECKSUMS_FILE
+    try:
+        sums = json.loads(sums_path.read_text())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{sums_path}: unreadable ({e})") from None
+    for name, expected in sums.items():
+        file = path / name
+        if not file.is_file():
+            raise CheckpointError(f"{file}: missing")
+        if file.stat().st_size != expected["size"]:
+            raise CheckpointError(
+                f"{file}: {file.stat().st_size} bytes, saved with {expected['size']}"
+            )
+        if sha256_file(file) != expected["sha256"]:
+            raise CheckpointError(f"{file}: changed since it was saved (checksum differs)")
+
+
+def newest_intact_checkpoint(
+    run_dir: str | Path, *, warn: Callable[[str], None] = lambda _: None
+) -> Path | None:
+    """The newest checkpoint that passes ``verify_checkpoint``; damaged newer ones are
+    skipped with a warning naming them."""
+    for path in reversed(list_checkpoints(run_dir)):
+        try:
+            verify_checkpoint(path)
+        except CheckpointError as e:
+            warn(f"skipping damaged checkpoint {path.name}: {e}")
+            continue
+        return path
+    return None
+
+
 def load_checkpoint(
     path: str | Path, *, model: nn.Module, optimizer: torch.optim.Optimizer
 ) -> dict[str, Any]:
-    """Restore model and optimiser from a checkpoint; return its trainer state."""
+    """Restore model and optimiser from a checkpoint; return its trainer state.
+
+    Raises:
+        CheckpointError: its files cannot be read or do not fit the model and optimiser.
+    """
     path = Path(path)
-    load_weights(model, path / WEIGHTS_FILE)
-    tensors = load_file(str(path / OPTIMIZER_FILE))
-    with safe_open(str(path / OPTIMIZER_FILE), framework="pt") as f:
-        meta = json.loads(f.metadata()["meta"])
-    optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
-    return json.loads((path / TRAINER_FILE).read_text())
+    try:
+        load_weights(model, path / WEIGHTS_FILE)
+        tensors = load_file(str(path / OPTIMIZER_FILE))
+        with safe_open(str(path / OPTIMIZER_FILE), framework="pt") as f:
+            meta = json.loads(f.metadata()["meta"])
+        optimizer.load_state_dict(_unflatten_optimizer(tensors, meta))
+        return json.loads((path / TRAINER_FILE).read_text())
+    except ModelLoadError as e:
+        raise CheckpointError(str(e)) from None
+    except (OSError, SafetensorError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{path}: cannot be restored ({type(e).__name__}: {e})") from None
 
 
 def _flatten_optimizer(state_dict: dict) -> tuple[dict[str, torch.Tensor], dict]:
@@ -135,9 +210,9 @@ def average_checkpoints(paths: list[Path]) -> tuple[nn.Module, ModelConfig]:
     return model, cfg
 
 
-def copy_assets(model_dir: Path) -> dict[str, bytes]:
+def model_assets(model_dir: Path) -> dict[str, bytes]:
     """The non-weight files of a model directory (tokenizers), to carry into another."""
-    skip = {WEIGHTS_FILE, "config.json", OPTIMIZER_FILE, TRAINER_FILE}
+    skip = {WEIGHTS_FILE, CONFIG_FILE, OPTIMIZER_FILE, TRAINER_FILE, CHECKSUMS_FILE}
     return {
         p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file() and p.name not in skip
     }

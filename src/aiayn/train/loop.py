@@ -6,92 +6,99 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from aiayn.config import TrainConfig, config_to_dict
+from aiayn.config import TrainConfig
+from aiayn.config_io import config_to_dict
+from aiayn.errors import AiaynError
 from aiayn.models import build_model
 from aiayn.runtime import (
     Distributed,
     ddp_arguments,
     distributed_from_env,
     init_distributed,
+    mixed_seed,
     select_device,
 )
+from aiayn.store.model_dir import read_model_config, save_model
 from aiayn.train.checkpoint import (
     list_checkpoints,
     load_checkpoint,
+    newest_intact_checkpoint,
     save_checkpoint,
-    write_model_dir,
 )
-from aiayn.train.metrics import MetricsLog
+from aiayn.train.metrics import (
+    BY_BLEU,
+    BY_NLL,
+    Criterion,
+    Kind,
+    Metric,
+    MetricsLog,
+    Reporter,
+    Row,
+    SilentReporter,
+)
+from aiayn.train.optim import make_optimizer
+from aiayn.train.run_dir import RunLock, check_same_architecture
 from aiayn.train.schedule import learning_rate
+from aiayn.train.state import TrainerState, UpdateResult, Window
 from aiayn.train.tasks import make_task
 
-Validator = Callable[[nn.Module], dict[str, float]]
-"""Extra validation metrics from the model in eval mode, e.g. BLEU (wired in by the CLI)."""
+Validator = Callable[[nn.Module], Row]
+"""Extra validation metrics from the model in eval mode, e.g. BLEU (wired in by the caller)."""
 
 
-class TrainingError(RuntimeError):
+class TrainingError(AiaynError):
     """The run cannot go on (diverged, or a run directory in the way); said in one line."""
 
 
-@dataclass
-class TrainerState:
-    """Everything beyond model and optimiser that a resumed run needs (saved as JSON)."""
-
-    update: int = 0
-    data: dict[str, int] = field(default_factory=lambda: {"epoch": 0, "position": 0})
-    best_valid: float | None = None
-    stale_validations: int = 0
-    nonfinite_total: int = 0
-    nonfinite_in_row: int = 0
-    tokens: int = 0
-    train_seconds: float = 0.0
-
-
-@dataclass
-class UpdateResult:
-    loss_sum: float
-    nll_sum: float
-    tokens: int
-    finite: bool
-
-
 class Trainer:
-    """Trains ``cfg`` into ``cfg.run.dir``. Use ``Trainer(cfg).train()``."""
+    """Trains ``cfg`` into ``cfg.run.dir``. Use ``Trainer(cfg).train()``.
+
+    The run directory is locked for the trainer's life (one writer at a time). Progress and
+    news go to ``reporter`` (nothing by default: the library prints nothing).
+    """
 
     def __init__(
         self,
         cfg: TrainConfig,
         *,
         resume: bool = False,
-        log: Callable[[str], None] | None = None,
+        reporter: Reporter | None = None,
         validators: Sequence[Validator] = (),
     ):
         self.cfg = cfg
         self.validators = list(validators)
+        self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
         self.run_dir = Path(cfg.run.dir)
+        self.reporter = reporter or SilentReporter()
         if cfg.run.threads > 0:
             torch.set_num_threads(cfg.run.threads)
         self.dist: Distributed = distributed_from_env()
+        self.lock = RunLock(self.run_dir) if self.dist.is_main else None
+        try:
+            self._set_up(resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def _set_up(self, resume: bool) -> None:
+        cfg = self.cfg
         self.device = select_device(cfg.run.device, local_rank=self.dist.local_rank)
         init_distributed(self.dist, self.device)
-        self._log = log or (lambda m: print(m, file=sys.stderr, flush=True))
         self.task = make_task(cfg, self.dist, self.device)
         self.model_cfg = self.task.model_config(cfg.model)
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
-        self.model = build_model(self.model_cfg).to(self.device)
-        self.optimizer = _make_optimizer(cfg, self.model)
+        self.model = build_model(self.model_cfg, profile=cfg.run.profile).to(self.device)
+        self.optimizer = make_optimizer(cfg, self.model)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.run.precision == "fp16")
         self.state = TrainerState()
         self._prepare_run_dir(resume)
@@ -103,68 +110,91 @@ class Trainer:
             )
         if cfg.run.compile:
             self.forward_model = torch.compile(self.forward_model, dynamic=True)
-        self.metrics = MetricsLog(self.run_dir, enabled=self.dist.is_main)
+        self.metrics = MetricsLog(
+            self.run_dir, enabled=self.dist.is_main, resume_after=self.state.update
+        )
 
     def log(self, message: str) -> None:
         if self.dist.is_main:
-            self._log(message)
+            self.reporter.log(message)
+
+    def close(self) -> None:
+        """Release the run directory (``train`` does at its end)."""
+        metrics = getattr(self, "metrics", None)
+        if metrics is not None:
+            metrics.close()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     # -- set-up ---------------------------------------------------------------------------
 
     def _prepare_run_dir(self, resume: bool) -> None:
-        checkpoints = list_checkpoints(self.run_dir)
-        if checkpoints and not resume:
+        if list_checkpoints(self.run_dir) and not resume:
             raise TrainingError(
                 f"{self.run_dir} already has checkpoints: pass --resume to continue it, "
                 "or choose another run.dir"
             )
-        if checkpoints:
-            saved = load_checkpoint(checkpoints[-1], model=self.model, optimizer=self.optimizer)
-            self.state = TrainerState(**saved)
-            self.task.load_data_state(self.state.data)
-            self.log(f"resumed from {checkpoints[-1]} (update {self.state.update})")
-        elif resume:
-            self.log(f"no checkpoint in {self.run_dir}: starting from scratch")
+        if resume:
+            self._resume()
         if self.dist.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
             resolved = json.dumps(config_to_dict(self.cfg), indent=2)
             (self.run_dir / "config.json").write_text(resolved)
+
+    def _resume(self) -> None:
+        path = newest_intact_checkpoint(self.run_dir, warn=self.log)
+        if path is None:
+            if list_checkpoints(self.run_dir):
+                raise TrainingError(f"{self.run_dir}: no intact checkpoint to resume from")
+            self.log(f"no checkpoint in {self.run_dir}: starting from scratch")
+            return
+        check_same_architecture(read_model_config(path), self.model_cfg, where=self.run_dir)
+        saved = load_checkpoint(path, model=self.model, optimizer=self.optimizer)
+        self.state = TrainerState.restored(saved, valid_bleu=self.cfg.run.valid_bleu)
+        self.task.load_data_state(self.state.data)
+        self.log(f"resumed from {path} (update {self.state.update})")
 
     # -- the loop -------------------------------------------------------------------------
 
     def train(self) -> TrainerState:
+        """Train until a stopping rule says stop; save and validate the last update."""
+        try:
+            return self._train()
+        finally:
+            self.reporter.close()
+            self.close()
+
+    def _train(self) -> TrainerState:
         run = self.cfg.run
         self.log(
             f"training {sum(p.numel() for p in self.model.parameters()):,} parameters "
-            f"on {self.device} ({self.dist.world_size} process(es), {run.precision})"
+            f"on {self.device} ({self.dist.world_size} process(es), {run.precision}, "
+            f"{run.profile} profile)"
         )
-        progress = self.metrics.progress(total=run.max_updates, initial=self.state.update)
-        window = _Window()
+        window = Window()
         self._window_start = window.start
         first_update = self.state.update
-        try:
-            while not self._should_stop():
-                result = self._update()
-                window.add(result)
-                progress.update(1)
-                if self.state.update % run.log_every == 0:
-                    self._report(window, progress)
-                    window = _Window()
-                    self._window_start = window.start
-                if self.state.update % run.valid_every == 0 and self._validate():
-                    break
-                if self.state.update % run.save_every == 0:
-                    self.save()
-        finally:
-            progress.close()
+        while not self._should_stop():
+            result = self._update()
+            window.add(result)
+            row = None
+            if self.state.update % run.log_every == 0:
+                row = self._report(window)
+                window = Window()
+                self._window_start = window.start
+            if self.dist.is_main:
+                self.reporter.progress(self.state.update, run.max_updates, row)
+            if self.state.update % run.valid_every == 0 and self._validate():
+                break
+            if self.state.update % run.save_every == 0:
+                self.save()
         if window.updates:
-            self._report(window, progress)
+            self._report(window)
         finished_before = self.state.update == first_update  # resumed after its last update
         if self.state.update % run.save_every != 0 and not finished_before:
             self.save()
         if self.state.update % run.valid_every != 0 and not finished_before:
             self._validate()
-        self.metrics.close()
         return self.state
 
     def _should_stop(self) -> bool:
@@ -187,7 +217,7 @@ class Trainer:
         cfg = self.cfg
         self.model.train()
         update = self.state.update + 1
-        torch.manual_seed(_update_seed(cfg.run.seed, self.dist.rank, update))
+        torch.manual_seed(mixed_seed(cfg.run.seed, self.dist.rank, update))
         batches = [self.task.next_batch() for _ in range(cfg.optim.update_freq)]
         local_tokens = sum(b.n_tgt_tokens for b in batches)
         tokens = int(self._all_reduce(torch.tensor(float(local_tokens))).item())
@@ -244,25 +274,20 @@ class Trainer:
 
     # -- reporting, validation, checkpoints -------------------------------------------------
 
-    def _report(self, window: _Window, progress: Any) -> None:
+    def _report(self, window: Window) -> Row:
         lr = self.optimizer.param_groups[0]["lr"]
-        row = window.summary() | {"lr": lr, "epoch": self.task.epoch}
+        row = window.summary() | {Metric.LR: lr, Metric.EPOCH: self.task.epoch}
         self.state.train_seconds += window.seconds
-        self.metrics.write("train", self.state.update, row)
-        progress.set_postfix(
-            loss=f"{row['loss']:.3f}",
-            lr=f"{lr:.2e}",
-            tok_s=f"{row['tokens_per_s']:,.0f}",
-            refresh=False,
+        self.metrics.write(Kind.TRAIN, self.state.update, row)
+        self.log(
+            f"update {self.state.update:>6} | loss {row[Metric.LOSS]:.3f} | "
+            f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f} | lr {lr:.2e} | "
+            f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | epoch {self.task.epoch}"
         )
-        self.metrics.line(
-            f"update {self.state.update:>6} | loss {row['loss']:.3f} | nll {row['nll']:.3f} | "
-            f"ppl {row['ppl']:.2f} | lr {lr:.2e} | {row['tokens_per_s']:,.0f} tok/s | "
-            f"epoch {self.task.epoch}"
-        )
+        return row
 
     @torch.no_grad()
-    def validate(self) -> dict[str, float]:
+    def validate(self) -> Row:
         self.model.eval()
         loss_sum = nll_sum = tokens = 0.0
         for batch in self.task.valid_batches():
@@ -272,7 +297,11 @@ class Trainer:
             nll_sum += float(nll)
             tokens += batch.n_tgt_tokens
         nll = nll_sum / max(tokens, 1)
-        row = {"loss": loss_sum / max(tokens, 1), "nll": nll, "ppl": math.exp(min(nll, 50.0))}
+        row: Row = {
+            Metric.LOSS: loss_sum / max(tokens, 1),
+            Metric.NLL: nll,
+            Metric.PPL: math.exp(min(nll, 50.0)),
+        }
         for validator in self.validators:
             row |= validator(self.model)
         self.model.train()
@@ -281,25 +310,26 @@ class Trainer:
     def _validate(self) -> bool:
         """Validate, keep the best model; True when early stopping says stop."""
         row = self.validate()
-        self.metrics.write("valid", self.state.update, row)
-        criterion = _criterion(row)
-        better = self.state.best_valid is None or criterion < self.state.best_valid
+        self.metrics.write(Kind.VALID, self.state.update, row)
+        value = row[self.criterion.metric]
+        same_metric = self.state.best_metric == self.criterion.metric.value
+        better = self.criterion.improves(value, self.state.best_valid if same_metric else None)
         if better:
-            self.state.best_valid = criterion
+            self.state.best_metric = self.criterion.metric.value
+            self.state.best_valid = value
             self.state.stale_validations = 0
             if self.dist.is_main:
-                best = self.run_dir / "best"
-                write_model_dir(best, self.model, self.model_cfg, self.task.assets())
+                save_model(
+                    self.model, self.model_cfg, self.run_dir / "best", assets=self.task.assets()
+                )
         else:
             self.state.stale_validations += 1
-        extra = "".join(
-            f" | {k} {v:.2f}"
-            for k, v in row.items()
-            if k not in ("loss", "nll", "ppl", "bleu_beam")
-        )
-        self.metrics.line(
-            f"valid  {self.state.update:>6} | loss {row['loss']:.3f} | nll {row['nll']:.3f} | "
-            f"ppl {row['ppl']:.2f}{extra}" + (" | best" if better else "")
+        shown = (Metric.LOSS, Metric.NLL, Metric.PPL, Metric.BLEU_BEAM)
+        extra = "".join(f" | {k.value} {v:.2f}" for k, v in row.items() if k not in shown)
+        self.log(
+            f"valid  {self.state.update:>6} | loss {row[Metric.LOSS]:.3f} | "
+            f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f}{extra}"
+            + (" | best" if better else "")
         )
         patience = self.cfg.run.patience
         if patience and self.state.stale_validations >= patience:
@@ -342,60 +372,3 @@ class Trainer:
             tensor = tensor.to(self.device)
             dist.all_reduce(tensor)
         return tensor
-
-
-class _Window:
-    """Sums over the updates between two reports."""
-
-    def __init__(self) -> None:
-        self.loss = self.nll = 0.0
-        self.tokens = 0
-        self.updates = 0
-        self.start = time.perf_counter()
-
-    def add(self, result: UpdateResult) -> None:
-        self.updates += 1
-        if result.finite:
-            self.loss += result.loss_sum
-            self.nll += result.nll_sum
-            self.tokens += result.tokens
-
-    @property
-    def seconds(self) -> float:
-        return time.perf_counter() - self.start
-
-    def summary(self) -> dict[str, float]:
-        tokens = max(self.tokens, 1)
-        nll = self.nll / tokens
-        return {
-            "loss": self.loss / tokens,
-            "nll": nll,
-            "ppl": math.exp(min(nll, 50.0)),
-            "tokens_per_s": self.tokens / max(self.seconds, 1e-9),
-        }
-
-
-def _criterion(row: dict[str, float]) -> float:
-    """Lower is better: minus BLEU when validation decodes, else the NLL per token."""
-    return -row["bleu"] if "bleu" in row else row["nll"]
-
-
-def _update_seed(seed: int, rank: int, update: int) -> int:
-    """Dropout randomness is re-seeded from (seed, rank, update) before every update, as
-    fairseq does, so a resumed run draws exactly the same masks without saving RNG state."""
-    return ((seed * 1_000_003 + rank) * 1_000_003 + update) % (2**63)
-
-
-def _make_optimizer(cfg: TrainConfig, model: nn.Module) -> torch.optim.Optimizer:
-    optim = cfg.optim
-    kind = torch.optim.AdamW if optim.optimizer == "adamw" else torch.optim.Adam
-    if optim.optimizer == "adamw":
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        groups = [
-            {"params": decay, "weight_decay": optim.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
-    else:
-        groups = [{"params": list(model.parameters()), "weight_decay": optim.weight_decay}]
-    return kind(groups, lr=0.0, betas=optim.betas, eps=optim.eps)

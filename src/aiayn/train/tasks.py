@@ -3,19 +3,25 @@ files a trained model needs beside its weights."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
+from aiayn import masks
 from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, TokenBatchSampler, collate, load_prepared
 from aiayn.data.lm import load_lm_data, random_blocks, sequential_blocks
-from aiayn.models.io import TOKENIZER_FILE
-from aiayn.runtime import Distributed
-from aiayn.train.loss import fused_label_smoothed_nll
+from aiayn.data.tokenizer import (
+    TOKENIZER_FILE,
+    TokenizerInfo,
+    describe_tokenizers,
+    tokenizer_info_json,
+)
+from aiayn.runtime import Distributed, mixed_seed
+from aiayn.train.loss import LOSSES
 
 
 class TrainingBatch(Protocol):
@@ -88,17 +94,15 @@ class TranslationTask:
     def assets(self) -> dict[str, bytes]:
         manifest = self.data.manifest
         files = manifest["vocab"]["files"]
-        description = {
-            "type": "sentencepiece",
-            "src": files["src"],
-            "tgt": files["tgt"],
-            "src_lang": manifest["src_lang"],
-            "tgt_lang": manifest["tgt_lang"],
-            "pretokenized": manifest["pretokenized"],
-        }
-        assets = {name: (self.data.directory / name).read_bytes() for name in set(files.values())}
-        assets[TOKENIZER_FILE] = json.dumps(description, indent=2).encode()
-        return assets
+        info = describe_tokenizers(
+            self.data.directory,
+            files["src"],
+            files["tgt"],
+            src_lang=manifest["src_lang"],
+            tgt_lang=manifest["tgt_lang"],
+            pretokenized=manifest["pretokenized"],
+        )
+        return _tokenizer_assets(self.data.directory, info)
 
     def data_state(self) -> dict[str, int]:
         return self.train.state_dict()
@@ -122,14 +126,17 @@ class TranslationLoss(nn.Module):
         super().__init__()
         self.model = model
         self.epsilon = epsilon
+        self.loss = LOSSES[model.profile.name]
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         """Summed (label-smoothed loss, NLL) over the non-pad positions of ``tgt_out``."""
-        hidden = self.model.decoder_states(src, tgt_in)  # (B, T, D)
+        model = self.model
+        src_mask = model.source_mask(src)  # (B, 1, 1, S)
+        memory = model.encode(src, src_mask)  # (B, S, D)
+        tgt_mask = masks.decoder_self_mask(tgt_in, PAD_ID)  # (B, 1, T, T)
+        hidden = model.decode(tgt_in, src_mask, memory=memory, tgt_mask=tgt_mask).hidden
         real = tgt_out != PAD_ID  # (B, T)
-        return fused_label_smoothed_nll(
-            hidden[real], self.model.output.proj.weight, tgt_out[real], epsilon=self.epsilon
-        )
+        return self.loss(hidden[real], model.output, tgt_out[real], epsilon=self.epsilon)
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,7 @@ class LanguageModelTask:
         return model.with_vocab(vocab, vocab)
 
     def next_batch(self) -> LMBatch:
-        seed = (self.seed * 1_000_003 + self.rank) * 1_000_003 + self.position
+        seed = mixed_seed(self.seed, self.rank, self.position)
         self.position += 1
         generator = torch.Generator().manual_seed(seed)
         x, y = random_blocks(
@@ -211,11 +218,8 @@ class LanguageModelTask:
 
     def assets(self) -> dict[str, bytes]:
         name = self.data.manifest["tokenizer"]
-        description = {"task": "lm", "file": name}
-        return {
-            name: (self.data.directory / name).read_bytes(),
-            TOKENIZER_FILE: json.dumps(description, indent=2).encode(),
-        }
+        info = describe_tokenizers(self.data.directory, name, name)
+        return _tokenizer_assets(self.data.directory, info)
 
     def data_state(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position}
@@ -235,15 +239,20 @@ class LanguageModelLoss(nn.Module):
         super().__init__()
         self.model = model
         self.epsilon = epsilon
+        self.loss = LOSSES[model.profile.name]
 
     def forward(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-        hidden, _ = self.model.hidden_states(inputs)  # (B, T, D)
-        return fused_label_smoothed_nll(
-            hidden.flatten(0, 1),
-            self.model.output.proj.weight,
-            targets.flatten(),
-            epsilon=self.epsilon,
+        hidden = self.model.decode(inputs).hidden  # (B, T, D)
+        return self.loss(
+            hidden.flatten(0, 1), self.model.output, targets.flatten(), epsilon=self.epsilon
         )
+
+
+def _tokenizer_assets(directory: Path, info: TokenizerInfo) -> dict[str, bytes]:
+    """The tokenizer files and their ``tokenizer.json``, to go into every model directory."""
+    assets = {name: (directory / name).read_bytes() for name in info.files}
+    assets[TOKENIZER_FILE] = tokenizer_info_json(info).encode()
+    return assets
 
 
 TASKS = {"translation": TranslationTask, "lm": LanguageModelTask}

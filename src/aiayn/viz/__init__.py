@@ -6,7 +6,7 @@ matplotlib is imported lazily, with the headless Agg backend; every function ret
 
 from aiayn.viz.attention import AttentionPlotData, attention_figure, attention_plot_data
 from aiayn.viz.common import save_figure
-from aiayn.viz.curves import curves_figure, read_metrics
+from aiayn.viz.curves import curves_figure
 from aiayn.viz.positional import positional_figure
 
 __all__ = [
@@ -15,6 +15,5 @@ __all__ = [
     "attention_plot_data",
     "curves_figure",
     "positional_figure",
-    "read_metrics",
     "save_figure",
 ]

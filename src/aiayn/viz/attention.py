@@ -17,7 +17,7 @@ import torch
 
 from aiayn.config import BOS_ID, EOS_ID
 from aiayn.models.transformer import Transformer
-from aiayn.viz.common import pyplot
+from aiayn.viz.common import PlotError, pyplot
 
 Kind = Literal["encoder", "decoder", "cross"]
 TITLES = {
@@ -127,4 +127,4 @@ def attention_figure(
 def _check_indices(chosen: Sequence[int], count: int, what: str) -> None:
     bad = [i for i in chosen if not 0 <= i < count]
     if bad:
-        raise ValueError(f"{what} {[i + 1 for i in bad]} out of range: the model has {count}")
+        raise PlotError(f"{what} {[i + 1 for i in bad]} out of range: the model has {count}")

@@ -5,6 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aiayn.errors import AiaynError
+
+FORMATS = (".png", ".svg")
+
+
+class PlotError(AiaynError, ValueError):
+    """A plot that cannot be drawn as asked (a layer the model does not have, a bad path)."""
+
 
 def pyplot() -> Any:
     """``matplotlib.pyplot`` with the Agg backend (no display needed)."""
@@ -16,11 +24,25 @@ def pyplot() -> Any:
     return plt
 
 
+def check_figure_path(path: str | Path) -> Path:
+    """``path`` if a figure can be written there (.png or .svg, in an existing directory
+    or one that can be made)."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise PlotError(f"{path}: write .png or .svg")
+    if path.is_dir():
+        raise PlotError(f"{path}: is a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise PlotError(f"{path}: {parent} is not a directory")
+            break
+    return path
+
+
 def save_figure(figure: Any, path: str | Path, *, dpi: int = 110) -> Path:
     """Write ``figure`` as PNG or SVG (by the file's extension) and close it."""
-    path = Path(path)
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise ValueError(f"{path}: write .png or .svg")
+    path = check_figure_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=dpi, bbox_inches="tight")
     pyplot().close(figure)

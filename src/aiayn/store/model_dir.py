@@ -1,10 +1,9 @@
-"""Model directories: ``config.json`` + ``model.safetensors`` (no pickle), loaded with one call."""
+"""Model directories: ``config.json`` + ``model.safetensors`` (no pickle) + the files the
+model needs to be used (tokenizers), written atomically and loaded with one call."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from safetensors import SafetensorError
@@ -12,31 +11,63 @@ from safetensors.torch import load_model as _load_safetensors
 from safetensors.torch import save_model as _save_safetensors
 from torch import nn
 
-from aiayn.config import ConfigError, ModelConfig, config_from_dict, config_to_dict
+from aiayn.accel import DEFAULT_PROFILE
+from aiayn.config import ConfigError, ModelConfig
+from aiayn.config_io import config_from_dict, config_to_dict
+from aiayn.errors import AiaynError
+from aiayn.files import atomic_directory
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-TOKENIZER_FILE = "tokenizer.json"  # which tokenizer files a model directory uses
+TRAINING_STATE_FILE = "trainer.json"  # only in training checkpoints, never replaced here
 FORMAT = "aiayn-model"
 FORMAT_VERSION = 1
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(AiaynError):
     """A model directory that cannot be loaded: missing, corrupted or mismatched files."""
 
 
-def save_model(model: nn.Module, cfg: ModelConfig, directory: str | Path) -> Path:
-    """Write ``config.json`` and ``model.safetensors`` into ``directory`` (created if needed).
-
-    Each file is written to a temporary name and renamed, so a crash never leaves a
-    half-written file under the final name.
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+def write_model_files(directory: Path, model: nn.Module, cfg: ModelConfig) -> None:
+    """Write ``config.json`` and ``model.safetensors`` into an existing directory."""
     config = {"format": FORMAT, "version": FORMAT_VERSION, "model": config_to_dict(cfg)}
-    _atomic_write(directory / CONFIG_FILE, lambda p: p.write_text(json.dumps(config, indent=2)))
-    _atomic_write(directory / WEIGHTS_FILE, lambda p: _save_safetensors(model, str(p)))
-    return directory
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    _save_safetensors(model, str(directory / WEIGHTS_FILE))
+
+
+def save_model(
+    model: nn.Module,
+    cfg: ModelConfig,
+    directory: str | Path,
+    *,
+    assets: dict[str, bytes] | None = None,
+    replace: bool = True,
+) -> Path:
+    """Write the model directory ``directory`` whole, or not at all.
+
+    Args:
+        assets: further files (name -> content), e.g. the tokenizers.
+        replace: replace an existing model directory there. Nothing else is ever replaced:
+            not a training checkpoint, not a directory aiayn did not write.
+    """
+    with atomic_directory(
+        directory, replace=replace, replaceable=is_model_directory, what="model directory"
+    ) as tmp:
+        write_model_files(tmp, model, cfg)
+        for name, content in (assets or {}).items():
+            (tmp / name).write_bytes(content)
+    return Path(directory)
+
+
+def is_model_directory(path: Path) -> bool:
+    """A model directory aiayn wrote (a training checkpoint is not one: it is never replaced
+    by a model)."""
+    if (path / TRAINING_STATE_FILE).exists():
+        return False
+    try:
+        return json.loads((path / CONFIG_FILE).read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def read_model_config(directory: str | Path) -> ModelConfig:
@@ -58,17 +89,19 @@ def read_model_config(directory: str | Path) -> ModelConfig:
         raise ModelLoadError(str(e)) from None
 
 
-def load_model(directory: str | Path, *, device: str = "cpu") -> tuple[nn.Module, ModelConfig]:
-    """Rebuild the model stored in ``directory`` and load its weights.
+def load_model(
+    directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
+) -> tuple[nn.Module, ModelConfig]:
+    """Rebuild the model stored in ``directory`` (with ``profile``'s parts) and load its weights.
 
     Raises:
         ModelLoadError: the directory, config or weights are missing, corrupted, or do not
             match each other.
     """
-    from aiayn.models.build import build_model
+    from aiayn.models import build_model
 
     cfg = read_model_config(directory)
-    model = build_model(cfg)
+    model = build_model(cfg, profile=profile)
     load_weights(model, Path(directory) / WEIGHTS_FILE, device=device)
     model.eval()
     return model, cfg
@@ -93,14 +126,3 @@ def load_weights(model: nn.Module, path: Path, *, device: str = "cpu") -> None:
             f"{path}: weights do not match {CONFIG_FILE}: "
             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
         )
-
-
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        write(tmp_path)
-        os.replace(tmp_path, path)
-    finally:
-        tmp_path.unlink(missing_ok=True)

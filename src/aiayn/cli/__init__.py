@@ -1,0 +1,42 @@
+"""The ``aiayn`` command line: the only place that reads argv or prints.
+
+One module per command family, each with its parsers beside its handlers. Every error a
+user can fix is an ``AiaynError``, caught here once and printed as one line (exit status 2);
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from aiayn.cli import data, generate, info, pipeline, plot, train, translate
+from aiayn.cli.common import Parser, one_line
+from aiayn.errors import AiaynError
+
+COMMAND_FAMILIES = (info, data, train, translate, pipeline, plot, generate)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="aiayn", description="The Transformer of 'Attention Is All You Need'.")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
+    for family in COMMAND_FAMILIES:
+        family.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except AiaynError as e:
+        print(f"aiayn {args.command}: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"aiayn {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (e.g. `aiayn translate | head`)
+        sys.stderr.close()
+        return 141

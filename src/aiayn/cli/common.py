@@ -1,0 +1,116 @@
+"""What the commands share: the parser that reports errors in one line, range-checked option
+types, output to the terminal, and the training reporter."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any, NoReturn
+
+from aiayn.errors import AiaynError
+from aiayn.train.metrics import Metric, Row
+
+
+class UsageError(AiaynError):
+    """Options that do not fit together, or an input the command cannot use."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line (and exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def log(message: str) -> None:
+    """A line on standard error (output proper goes to standard output)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _bounds(minimum: float | None, maximum: float | None, *, open_max: bool = False) -> str:
+    if minimum is not None and maximum is not None:
+        return f"{minimum:g} to {maximum:g}" + (" (exclusive)" if open_max else "")
+    if minimum is not None:
+        return f"at least {minimum:g}"
+    return f"at most {maximum:g}"
+
+
+def integer(minimum: int | None = None, maximum: int | None = None):
+    """An argparse type: a whole number in [minimum, maximum]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(
+                f"{value} is out of range (allowed: {_bounds(minimum, maximum)})"
+            )
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def number(minimum: float | None = None, maximum: float | None = None, *, below_max=False):
+    """An argparse type: a finite number in [minimum, maximum] ([minimum, maximum) with
+    ``below_max``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        too_low = minimum is not None and value < minimum
+        too_high = maximum is not None and (value >= maximum if below_max else value > maximum)
+        if not math.isfinite(value) or too_low or too_high:
+            allowed = _bounds(minimum, maximum, open_max=below_max)
+            raise argparse.ArgumentTypeError(f"{text} is out of range (allowed: {allowed})")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+class TerminalReporter:
+    """Shows a training run: a progress bar with ETA when standard error is a terminal,
+    log lines otherwise."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._interactive = sys.stderr.isatty()
+
+    def log(self, message: str) -> None:
+        if self._bar is not None:
+            self._bar.write(message, file=sys.stderr)
+        else:
+            log(message)
+
+    def progress(self, update: int, total: int, row: Row | None) -> None:
+        if not self._interactive:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, initial=update - 1, unit="upd", dynamic_ncols=True, file=sys.stderr
+            )
+        self._bar.update(update - self._bar.n)
+        if row is not None:
+            self._bar.set_postfix(
+                loss=f"{row[Metric.LOSS]:.3f}",
+                lr=f"{row[Metric.LR]:.2e}",
+                tok_s=f"{row[Metric.TOKENS_PER_S]:,.0f}",
+                refresh=False,
+            )
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,146 @@
+"""``aiayn data`` (fetch a named corpus) and ``aiayn prepare`` (vocabulary + binary dataset)."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+from aiayn.cli.common import UsageError, integer, log, number
+
+
+def add_parsers(sub) -> None:
+    data = sub.add_parser("data", help="fetch a named dataset")
+    data.add_argument("name", choices=["multi30k"])
+    data.add_argument("--dest", required=True, help="directory to put the files in")
+    data.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR",
+        help="copy from this local directory instead of downloading",
+    )
+    data.set_defaults(handler=run_data)
+    _add_prepare_parser(sub)
+
+
+def _add_prepare_parser(sub) -> None:
+    p = sub.add_parser(
+        "prepare",
+        help="train a vocabulary and binarise a corpus",
+        description="Parallel corpus: --src-lang/--tgt-lang with --train/--valid[/--test] "
+        "file prefixes (PREFIX.LANG or PREFIX.LANG.gz). Language-model corpus: --text FILE.",
+    )
+    p.add_argument("--out", required=True, help="dataset directory to write")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing dataset aiayn wrote at --out"
+    )
+    p.add_argument("--src-lang")
+    p.add_argument("--tgt-lang")
+    p.add_argument("--train", metavar="PREFIX")
+    p.add_argument("--valid", metavar="PREFIX")
+    p.add_argument("--test", metavar="PREFIX", nargs="*", default=[])
+    p.add_argument("--vocab-size", type=integer(minimum=8), default=10000)
+    p.add_argument("--subword-model", choices=["bpe", "unigram"], default="bpe")
+    p.add_argument(
+        "--separate-vocab",
+        action="store_true",
+        help="one vocabulary per language (default: joint, as the paper)",
+    )
+    p.add_argument(
+        "--pretokenized",
+        action="store_true",
+        help="the text is already tokenised (e.g. Multi30k tok/)",
+    )
+    p.add_argument("--byte-fallback", action="store_true")
+    p.add_argument("--max-len", type=integer(minimum=1), default=256)
+    p.add_argument("--max-len-ratio", type=number(minimum=1.0), default=9.0)
+    p.add_argument("--empty-lines", choices=["drop", "error"], default="drop")
+    p.add_argument(
+        "--max-tokens",
+        type=integer(minimum=1),
+        default=4096,
+        help="batch size used to report the padding fraction",
+    )
+    p.add_argument("--text", metavar="FILE", help="a language-model corpus (one text file)")
+    p.add_argument(
+        "--tokenizer",
+        choices=["char", "sentencepiece"],
+        default="char",
+        help="for --text: characters or SentencePiece",
+    )
+    p.add_argument(
+        "--valid-fraction",
+        type=number(minimum=0.0, maximum=1.0, below_max=True),
+        default=0.1,
+        help="for --text: the last fraction of characters for validation",
+    )
+    p.set_defaults(handler=run_prepare)
+
+
+def run_data(args: argparse.Namespace) -> int:
+    from aiayn.data.multi30k import fetch_multi30k
+
+    dest = fetch_multi30k(args.dest, source=args.source, log=log)
+    print(f"multi30k: all splits present and counted in {dest}")
+    return 0
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    if args.text:
+        _prepare_lm(args)
+    else:
+        _prepare_parallel(args)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"prepared {args.out} in {time.perf_counter() - start:.1f}s, peak memory {peak_mb:.0f} MB"
+    )
+    return 0
+
+
+def _prepare_parallel(args: argparse.Namespace) -> None:
+    from aiayn.config import ConfigError, PrepareConfig
+    from aiayn.data import TokenBatchSampler, load_prepared, prepare
+
+    needed = ("src_lang", "tgt_lang", "train", "valid")
+    missing = [f"--{n.replace('_', '-')}" for n in needed if not getattr(args, n)]
+    if missing:
+        raise UsageError(f"a parallel corpus needs {', '.join(missing)} (or --text FILE)")
+    try:
+        cfg = PrepareConfig(
+            src_lang=args.src_lang,
+            tgt_lang=args.tgt_lang,
+            train=args.train,
+            valid=args.valid,
+            test=tuple(args.test),
+            vocab_size=args.vocab_size,
+            subword_model=args.subword_model,
+            joint_vocab=not args.separate_vocab,
+            pretokenized=args.pretokenized,
+            byte_fallback=args.byte_fallback,
+            max_len=args.max_len,
+            max_len_ratio=args.max_len_ratio,
+            empty_lines=args.empty_lines,
+        )
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    prepare(cfg, args.out, overwrite=args.overwrite, log=log)
+    train = load_prepared(args.out).split("train")
+    sampler = TokenBatchSampler(train.src.lengths, train.tgt.lengths, max_tokens=args.max_tokens)
+    print(f"padding at max_tokens={args.max_tokens}: {sampler.padding_fraction():.1%}")
+
+
+def _prepare_lm(args: argparse.Namespace) -> None:
+    from aiayn.data.lm import prepare_lm
+
+    if args.valid_fraction <= 0:
+        raise UsageError("--valid-fraction must be above 0 (the validation split needs text)")
+    prepare_lm(
+        args.text,
+        args.out,
+        tokenizer=args.tokenizer,
+        vocab_size=args.vocab_size,
+        valid_fraction=args.valid_fraction,
+        overwrite=args.overwrite,
+        log=log,
+    )

@@ -1,0 +1,216 @@
+"""``aiayn translate`` (text with a trained model) and ``aiayn evaluate`` (BLEU and chrF of
+translations, or a language model's perplexity)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from aiayn.cli.common import UsageError, integer, log, number
+
+
+def add_parsers(sub) -> None:
+    t = sub.add_parser("translate", help="translate text with a trained model")
+    t.add_argument("--model", required=True, help="model directory (e.g. RUN/average or RUN/best)")
+    t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
+    t.add_argument("--output", "-o", help="output file (default: stdout)")
+    t.add_argument(
+        "--beam", type=integer(minimum=1), default=5, help="beam size; 1 is greedy (default 5)"
+    )
+    t.add_argument(
+        "--alpha", type=number(minimum=0.0), default=0.6, help="length penalty α (0: none)"
+    )
+    t.add_argument(
+        "--nbest",
+        type=integer(minimum=1),
+        default=1,
+        help="hypotheses per line; above 1, lines are 'N ||| text ||| score'",
+    )
+    t.add_argument(
+        "--max-len-b",
+        type=integer(minimum=0),
+        default=50,
+        help="outputs have at most source length + this many tokens (§6.1)",
+    )
+    t.add_argument(
+        "--batch-tokens",
+        type=integer(minimum=1),
+        default=4096,
+        help="padded source tokens per batch",
+    )
+    t.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
+    )
+    t.add_argument(
+        "--max-src-len",
+        type=integer(minimum=2),
+        default=1024,
+        help="inputs longer than this many subwords (EOS included) are truncated or refused",
+    )
+    t.add_argument("--on-long", choices=["truncate", "error"], default="truncate")
+    t.add_argument("--ref", help="reference file: print BLEU and chrF after translating")
+    t.add_argument(
+        "--tokenized",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="score with tokenize='none' (default: when the model's data was pre-tokenised)",
+    )
+    t.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    t.add_argument("--threads", type=integer(minimum=0), default=0)
+    t.add_argument(
+        "--profile",
+        choices=["fast", "reference"],
+        default="fast",
+        help="reference: the paper's plain modules, without speed tricks",
+    )
+    t.set_defaults(handler=run_translate)
+    e = sub.add_parser(
+        "evaluate",
+        help="score translations (BLEU, chrF), or a language model's perplexity on a text",
+        description="Translations: --hyp FILE --ref FILE. Language model: --model DIR --text FILE.",
+    )
+    e.add_argument("--hyp", help="hypotheses, one a line")
+    e.add_argument("--ref", help="references, one a line")
+    e.add_argument("--model", help="a language-model directory")
+    e.add_argument("--text", help="with --model: the text to measure perplexity on")
+    e.add_argument(
+        "--block-size",
+        type=integer(minimum=1),
+        default=256,
+        help="with --model: tokens of context per block (capped by the model)",
+    )
+    e.add_argument(
+        "--tokenized",
+        action="store_true",
+        help="text is tokenised and lowercased: sacreBLEU tokenize='none'",
+    )
+    e.set_defaults(handler=run_evaluate)
+
+
+def run_translate(args: argparse.Namespace) -> int:
+    import torch
+
+    from aiayn.data import read_lines
+    from aiayn.data.corpus import decode_lines
+    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.runtime import select_device
+
+    if args.nbest > args.beam:
+        raise UsageError(f"--nbest {args.nbest} is larger than --beam {args.beam}")
+    _check_writable(args.output)
+    device = select_device(args.device)
+    references = list(read_lines(args.ref)) if args.ref else None
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    translator = Translator.from_dir(args.model, device=str(device), profile=args.profile)
+    options = SearchOptions(
+        beam=args.beam,
+        alpha=args.alpha or None,
+        nbest=args.nbest,
+        max_len_b=args.max_len_b,
+        batch_tokens=args.batch_tokens,
+        max_src_len=args.max_src_len,
+        on_long=args.on_long,
+        precision=args.precision,
+    )
+    translator.check(options)
+    if args.input:
+        lines = list(read_lines(args.input))
+    else:
+        lines = list(decode_lines(sys.stdin.buffer, "<stdin>"))
+    if references is not None and len(references) != len(lines):
+        raise UsageError(f"{args.ref} has {len(references)} lines, the input has {len(lines)}")
+    start = time.perf_counter()
+    results = translator.translate(lines, options, warn=log)
+    seconds = time.perf_counter() - start
+    text = "".join(_format(i, hyps, args.nbest) for i, hyps in enumerate(results))
+    _write(args.output, text)
+    log(
+        f"translated {len(lines)} lines in {seconds:.1f}s ({len(lines) / max(seconds, 1e-9):.1f} "
+        "sentences/s)"
+    )
+    if references is not None:
+        from aiayn.eval import corpus_scores
+
+        tokenized = translator.pretokenized if args.tokenized is None else args.tokenized
+        hyps = [h[0].text for h in results]
+        print(corpus_scores(hyps, references, tokenized=tokenized), file=sys.stderr)
+    return 0
+
+
+def _format(index: int, hyps, nbest: int) -> str:
+    if nbest == 1:
+        return f"{hyps[0].text}\n"
+    return "".join(f"{index} ||| {h.text} ||| {h.score:.4f}\n" for h in hyps)
+
+
+def _check_writable(output: str | None) -> None:
+    """Fail before the work, not after, when ``output`` cannot be written."""
+    if output is None:
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise UsageError(f"--output {output}: is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--output {output}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"--output {output}: not writable")
+
+
+def _write(output: str | None, text: str) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(output)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from aiayn.data import read_lines
+
+    if args.model or args.text:
+        return _evaluate_language_model(args)
+    if not (args.hyp and args.ref):
+        raise UsageError("give --hyp and --ref (translations), or --model and --text (perplexity)")
+    from aiayn.eval import corpus_scores
+
+    hyps, refs = list(read_lines(args.hyp)), list(read_lines(args.ref))
+    if len(refs) != len(hyps):
+        raise UsageError(f"{args.ref} has {len(refs)} lines, {args.hyp} has {len(hyps)}")
+    print(corpus_scores(hyps, refs, tokenized=args.tokenized))
+    return 0
+
+
+def _evaluate_language_model(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from aiayn.data.lm import read_text
+    from aiayn.decode import load_language_model
+    from aiayn.eval.perplexity import stream_perplexity
+
+    if not (args.model and args.text):
+        raise UsageError("perplexity needs both --model and --text")
+    model, tokenizer = load_language_model(args.model)
+    text = read_text(args.text)
+    ids = np.asarray(tokenizer.encode([text])[0], dtype=np.int64)
+    block = min(args.block_size, model.max_context or args.block_size)
+    result = stream_perplexity(model, ids, block_size=block)
+    print(
+        f"{args.text}: {result.tokens:,} tokens, NLL {result.nll:.4f} nats/token, "
+        f"perplexity {result.perplexity:.3f}, "
+        f"{result.bits_per_character(len(text)):.4f} bits/character"
+    )
+    return 0

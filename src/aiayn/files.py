@@ -1,0 +1,127 @@
+"""Writing and checking files: directories that appear whole or not at all (the one way aiayn
+writes a dataset, a model directory or a checkpoint), and checksums.
+
+``atomic_directory(dest)`` hands out an empty temporary directory beside ``dest`` and, when
+the work succeeds, renames it to ``dest``; an interrupted or failed write leaves ``dest`` as
+it was. Temporary names carry the writer's process id, so the next write to the same
+place removes those of writers that no longer run (a killed ``prepare``, a crash while
+saving). Files and directories get the umask's permissions.
+
+Imports nothing from torch or aiayn beyond ``errors``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from aiayn.errors import AiaynError
+
+_counter = itertools.count()
+
+
+class DestinationError(AiaynError):
+    """An output path that aiayn will not write to (it holds something aiayn did not write)."""
+
+
+@contextmanager
+def atomic_directory(
+    dest: str | Path,
+    *,
+    replace: bool = False,
+    replaceable: Callable[[Path], bool] = lambda _: False,
+    what: str = "directory",
+) -> Iterator[Path]:
+    """Yield an empty temporary directory that becomes ``dest`` when the block succeeds.
+
+    Args:
+        dest: the directory to create.
+        replace: an existing ``dest`` may be replaced (only if ``replaceable`` says so).
+        replaceable: whether an existing ``dest`` is something this writer may replace
+            (e.g. a dataset aiayn wrote); anything else is refused.
+        what: what ``dest`` is, for error messages.
+
+    Raises:
+        DestinationError: ``dest`` exists and may not be replaced.
+    """
+    dest = Path(dest)
+    check_destination(dest, replace=replace, replaceable=replaceable, what=what)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(dest)
+    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}-{next(_counter)}"
+    tmp.mkdir()
+    try:
+        yield tmp
+        _swap_into_place(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_destination(
+    dest: Path, *, replace: bool, replaceable: Callable[[Path], bool], what: str
+) -> None:
+    """Raise DestinationError unless ``dest`` is free, or may be replaced; call it before long
+    work, so a bad output path fails at once."""
+    if not (dest.exists() or dest.is_symlink()):
+        return
+    if not dest.is_dir() or dest.is_symlink():
+        raise DestinationError(f"{dest}: exists and is not a {what}; choose another path")
+    if not replaceable(dest):
+        if not any(dest.iterdir()):
+            return
+        raise DestinationError(
+            f"{dest}: exists and is not a {what} aiayn wrote; it is left alone "
+            "(choose another path, or remove it yourself)"
+        )
+    if not replace:
+        raise DestinationError(f"{dest}: a {what} exists there (pass --overwrite to replace it)")
+
+
+def remove_stale_temporaries(dest: Path) -> list[Path]:
+    """Remove the temporary directories left beside ``dest`` by writers that are gone."""
+    removed = []
+    if not dest.parent.is_dir():
+        return removed
+    for path in dest.parent.glob(f".{dest.name}.*-*"):
+        kind, _, rest = path.name[len(dest.name) + 2 :].partition("-")
+        pid = rest.split("-")[0]
+        if kind in ("tmp", "old") and pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _swap_into_place(new: Path, dest: Path) -> None:
+    """Move ``new`` to ``dest``; an existing ``dest`` is removed only after the move."""
+    old = None
+    if dest.exists():
+        old = dest.parent / f".{dest.name}.old-{os.getpid()}-{next(_counter)}"
+        os.replace(dest, old)
+    os.replace(new, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

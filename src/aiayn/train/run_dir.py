@@ -1,0 +1,73 @@
+"""A run directory's guard: one training process at a time, and the checks before resuming.
+
+The lock is an OS file lock (``fcntl.flock``) on ``RUN/.lock``, held for the life of the
+training process and released by the kernel however it ends (even SIGKILL), so a stale
+lock can never block a later run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+from pathlib import Path
+from typing import IO
+
+from aiayn.config import ModelConfig
+from aiayn.errors import AiaynError
+
+LOCK_FILE = ".lock"
+# ModelConfig fields a resumed run may change: regularisation, not the architecture.
+NON_ARCHITECTURE_FIELDS = {"dropout", "attention_dropout", "activation_dropout"}
+
+
+class RunDirectoryError(AiaynError):
+    """A run directory that cannot be trained in now (in use, or incompatible)."""
+
+
+class RunLock:
+    """Holds ``RUN/.lock`` exclusively until ``release`` (or the process ends)."""
+
+    def __init__(self, run_dir: Path):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = run_dir / LOCK_FILE
+        self._file: IO[str] | None = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.seek(0)
+            holder = self._file.read().strip() or "unknown"
+            self._file.close()
+            self._file = None
+            raise RunDirectoryError(
+                f"{run_dir} is in use by another training process (PID {holder}); "
+                "wait for it to finish or choose another run.dir"
+            ) from None
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(f"{os.getpid()}\n")
+        self._file.flush()
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+
+def check_same_architecture(saved: ModelConfig, current: ModelConfig, *, where: Path) -> None:
+    """Refuse to resume ``where`` with a model whose architecture differs from the one saved.
+
+    Raises:
+        RunDirectoryError: naming the first differing field and both values.
+    """
+    for field in dataclasses.fields(ModelConfig):
+        if field.name in NON_ARCHITECTURE_FIELDS:
+            continue
+        before, now = getattr(saved, field.name), getattr(current, field.name)
+        if before != now:
+            raise RunDirectoryError(
+                f"{where} was trained with model.{field.name} = {before!r}, the config now "
+                f"says {now!r}: resuming would load the weights into another architecture "
+                "(choose another run.dir, or restore the setting)"
+            )

@@ -1,0 +1,76 @@
+"""What a training run carries from update to update: the resumable state, and the sums of a
+reporting window."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from aiayn.train.metrics import BY_BLEU, BY_NLL, Metric, Row
+
+
+@dataclass
+class TrainerState:
+    """Everything beyond model and optimiser that a resumed run needs (saved as JSON)."""
+
+    update: int = 0
+    data: dict[str, int] = field(default_factory=lambda: {"epoch": 0, "position": 0})
+    best_metric: str | None = None  # the Metric that chose the best checkpoint
+    best_valid: float | None = None  # its best value so far
+    stale_validations: int = 0
+    nonfinite_total: int = 0
+    nonfinite_in_row: int = 0
+    tokens: int = 0
+    train_seconds: float = 0.0
+
+    @classmethod
+    def restored(cls, saved: dict, *, valid_bleu: bool) -> TrainerState:
+        """The state of a checkpoint's ``trainer.json`` (also as aiayn 0.1 wrote it: no
+        ``best_metric``, and minus the BLEU as the best value)."""
+        values = {k: v for k, v in saved.items() if k in cls.__dataclass_fields__}
+        if values.get("best_metric") is None and values.get("best_valid") is not None:
+            old = BY_BLEU if valid_bleu else BY_NLL
+            values["best_metric"] = old.metric.value
+            if old is BY_BLEU:
+                values["best_valid"] = -values["best_valid"]
+        return cls(**values)
+
+
+@dataclass
+class UpdateResult:
+    loss_sum: float
+    nll_sum: float
+    tokens: int
+    finite: bool
+
+
+class Window:
+    """Sums over the updates between two reports."""
+
+    def __init__(self) -> None:
+        self.loss = self.nll = 0.0
+        self.tokens = 0
+        self.updates = 0
+        self.start = time.perf_counter()
+
+    def add(self, result: UpdateResult) -> None:
+        self.updates += 1
+        if result.finite:
+            self.loss += result.loss_sum
+            self.nll += result.nll_sum
+            self.tokens += result.tokens
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.start
+
+    def summary(self) -> Row:
+        tokens = max(self.tokens, 1)
+        nll = self.nll / tokens
+        return {
+            Metric.LOSS: self.loss / tokens,
+            Metric.NLL: nll,
+            Metric.PPL: math.exp(min(nll, 50.0)),
+            Metric.TOKENS_PER_S: self.tokens / max(self.seconds, 1e-9),
+        }
