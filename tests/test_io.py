@@ -1,6 +1,7 @@
 import json
 
 import pytest
+import safetensors.torch
 import torch
 
 from aiayn.cli import main
@@ -38,12 +39,29 @@ def test_mismatched_config_gives_a_clear_error(tmp_path):
     config = json.loads((tmp_path / "config.json").read_text())
     config["model"]["d_ff"] = 128
     (tmp_path / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelLoadError, match="do not match"):
+    with pytest.raises(ModelLoadError, match="d_ff is 128, but the weights were saved with 64"):
+        load_model(tmp_path)
+
+
+def test_weights_of_another_shape_name_the_tensor(tmp_path):
+    """Weights without a record of their config (an older aiayn, another tool): the first
+    tensor whose shape differs is named."""
+    model, cfg = tiny_model(), tiny_config()
+    save_model(model, cfg, tmp_path)
+    safetensors.torch.save_model(model, str(tmp_path / "model.safetensors"))  # no metadata
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["model"]["d_ff"] = 128
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(
+        ModelLoadError, match=r"ffn.w_1.bias has shape \[64\], config.json makes it"
+    ):
         load_model(tmp_path)
 
 
 def test_missing_layer_gives_a_clear_error(tmp_path):
-    save_model(tiny_model(), tiny_config(), tmp_path)
+    model, cfg = tiny_model(), tiny_config()
+    save_model(model, cfg, tmp_path)
+    safetensors.torch.save_model(model, str(tmp_path / "model.safetensors"))  # no metadata
     config = json.loads((tmp_path / "config.json").read_text())
     config["model"]["n_decoder_layers"] = 3
     (tmp_path / "config.json").write_text(json.dumps(config))

@@ -20,6 +20,30 @@ BOS_ID = 2
 EOS_ID = 3
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
 
+
+def check_ranges(
+    cfg: Any,
+    *,
+    at_least_1: tuple[str, ...] = (),
+    at_least_0: tuple[str, ...] = (),
+    above_0: tuple[str, ...] = (),
+    below_1: tuple[str, ...] = (),
+) -> None:
+    """Raise ValueError naming the first field of ``cfg`` outside its range: whole numbers
+    ``at_least_1`` or ``at_least_0``, numbers ``above_0``, fractions in [0, 1) ``below_1``."""
+    rules = [
+        (at_least_1, lambda v: v >= 1, "at least 1"),
+        (at_least_0, lambda v: v >= 0, "at least 0"),
+        (above_0, lambda v: v > 0, "above 0"),
+        (below_1, lambda v: 0 <= v < 1, "in [0, 1)"),
+    ]
+    for names, ok, allowed in rules:
+        for name in names:
+            value = getattr(cfg, name)
+            if not ok(value) or value != value:  # value != value: NaN
+                raise ValueError(f"{name} must be {allowed}, got {value}")
+
+
 Activation = Literal["relu", "gelu", "swish"]
 Positional = Literal["sinusoidal", "sinusoidal_concat", "learned"]
 
@@ -52,13 +76,17 @@ class ModelConfig:
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
+        check_ranges(
+            self,
+            at_least_1=("d_model", "n_heads", "d_ff", "n_decoder_layers", "max_positions"),
+            at_least_0=("src_vocab_size", "tgt_vocab_size", "n_encoder_layers"),
+            above_0=("layer_norm_eps",),
+            below_1=("dropout", "attention_dropout", "activation_dropout"),
+        )
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.n_decoder_layers < 1:
-            raise ValueError("n_decoder_layers must be at least 1")
-        for name in ("dropout", "attention_dropout", "activation_dropout"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.positional != "learned" and self.d_model % 2:
+            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         one_vocab = self.src_vocab_size == self.tgt_vocab_size
         if self.share_embeddings and self.is_encoder_decoder and not one_vocab:
             raise ValueError(
@@ -126,10 +154,17 @@ class PrepareConfig:
     max_len_ratio: float = 9.0  # ... or whose length ratio exceeds this
     empty_lines: Literal["drop", "error"] = "drop"
     train_limit: int = 0  # use only the first N training pairs (0: all), for quick runs
+    vocab_sample: int = 1_000_000  # sentences sampled from the training text for the vocabulary
+    shard_size: int = 1_000_000  # pairs per shard of a prepared split
 
     def __post_init__(self) -> None:
         if self.vocab_size < 8:
             raise ValueError(f"vocab_size must be at least 8, got {self.vocab_size}")
+        check_ranges(
+            self, at_least_1=("max_len", "vocab_sample", "shard_size"), at_least_0=("train_limit",)
+        )
+        if not self.max_len_ratio >= 1:
+            raise ValueError(f"max_len_ratio must be at least 1, got {self.max_len_ratio}")
         if self.src_lang == self.tgt_lang:
             raise ValueError(f"source and target languages are both {self.src_lang!r}")
 
@@ -147,6 +182,13 @@ class DataConfig:
     block_size: int = 256  # language model: tokens per block
     batch_size: int = 32  # language model: blocks per batch
     valid_batches: int = 0  # language model: random validation batches (0: the whole split)
+
+    def __post_init__(self) -> None:
+        check_ranges(
+            self,
+            at_least_1=("max_tokens", "valid_max_tokens", "block_size", "batch_size"),
+            at_least_0=("max_sentences", "valid_batches"),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,10 +211,15 @@ class OptimConfig:
     update_freq: int = 1  # batches accumulated into one update
 
     def __post_init__(self) -> None:
-        if self.update_freq < 1:
-            raise ValueError(f"update_freq must be at least 1, got {self.update_freq}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        check_ranges(
+            self,
+            at_least_1=("update_freq", "warmup_steps"),
+            at_least_0=("weight_decay", "warmup_init_lr", "min_lr", "decay_steps", "clip_norm"),
+            above_0=("eps", "lr", "lr_scale"),
+            below_1=("label_smoothing",),
+        )
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {list(self.betas)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,10 +240,20 @@ class RunConfig:
     compile: bool = False  # torch.compile the model
     profile: Literal["reference", "fast"] = "fast"  # plain modules, or the measured tricks
     device: str = "auto"  # auto, cpu, cuda, cuda:N
+    dist_timeout_minutes: float = 30.0  # several processes: how long a collective may wait
     threads: int = 0  # torch intra-op threads (0: PyTorch's default)
     max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
     valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
     valid_beam: int = 1  # beam size for validation BLEU (1: greedy)
+
+    def __post_init__(self) -> None:
+        check_ranges(
+            self,
+            at_least_1=("max_updates", "log_every", "valid_every", "save_every"),
+            at_least_0=("seed", "max_epochs", "max_minutes", "keep_last", "patience", "threads"),
+        )
+        check_ranges(self, at_least_1=("max_nonfinite", "valid_beam"))
+        check_ranges(self, above_0=("dist_timeout_minutes",))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,17 +271,32 @@ class TrainConfig:
 class PipelineConfig:
     """The end-to-end recipe around training: which corpus, how to average and decode."""
 
-    dataset: Literal["multi30k"] = "multi30k"
+    dataset: Literal["multi30k", "wmt14", "files"] = "multi30k"
     src_lang: str = "en"
     tgt_lang: str = "de"
-    text: Literal["tok", "raw"] = "tok"  # lowercased Moses-tokenised files, or raw cased text
+    text: Literal["tok", "raw"] = "tok"  # multi30k: Moses-tokenised lowercased files, or raw
+    test_splits: tuple[str, ...] = ("test_2016_flickr", "test_2017_flickr")  # multi30k
+    # dataset "files": your own corpus, file prefixes (PREFIX.src_lang and PREFIX.tgt_lang,
+    # plain or .gz, one sentence a line), relative to the recipe file
+    train: str = ""
+    valid: str = ""
+    test: tuple[str, ...] = ()
+    pretokenized: bool = False  # files: the text is tokenised (BLEU on its tokens)
     average_last: int = 10  # checkpoints averaged into the final model (§6.1)
     beam: int = 5
     alpha: float = 0.6  # length-penalty exponent, unless tune_alpha chooses one
+    max_len_b: int = 50  # outputs are at most input length + max_len_b tokens (§6.1)
     tune_alpha: tuple[float, ...] = ()  # exponents tried on the validation split; best is used
-    test_splits: tuple[str, ...] = ("test_2016_flickr", "test_2017_flickr")
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
+
+    def __post_init__(self) -> None:
+        at_least_0 = ("alpha", "examples", "test_limit", "max_len_b")
+        check_ranges(self, at_least_1=("average_last", "beam"), at_least_0=at_least_0)
+        if self.dataset == "files" and not (self.train and self.valid):
+            raise ValueError('dataset "files" needs the train and valid file prefixes')
+        if any(not a >= 0 for a in self.tune_alpha):
+            raise ValueError(f"tune_alpha values must be at least 0, got {list(self.tune_alpha)}")
 
 
 @dataclass(frozen=True, kw_only=True)

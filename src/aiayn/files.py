@@ -12,6 +12,7 @@ Imports nothing from torch or aiayn beyond ``errors``.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
@@ -57,9 +58,33 @@ def atomic_directory(
     tmp.mkdir()
     try:
         yield tmp
+        _apply_umask(tmp)
         _swap_into_place(tmp, dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_failure(error: Exception) -> str | None:
+    """What went wrong in a failed write, in words, if it was the disk (full, or another
+    I/O error); None for errors that are not about writing."""
+    text = str(error)
+    if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+        return "the disk is full"
+    if isinstance(error, OSError) or "I/O error" in text:
+        return f"a write failed ({' '.join(text.split())[:120]})"
+    return None
+
+
+def _apply_umask(directory: Path) -> None:
+    """Give every file and directory below ``directory`` the permissions the umask allows
+    (some writers, safetensors among them, create files readable by their owner only)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for root, dirs, files in os.walk(directory):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o666 & ~mask)
 
 
 def check_destination(

@@ -10,15 +10,18 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from aiayn.config import PrepareConfig, Recipe
+from aiayn.config import PipelineConfig, PrepareConfig, Recipe
 from aiayn.config_io import config_to_dict
 from aiayn.data import prepare
-from aiayn.data.corpus import MANIFEST, read_lines
+from aiayn.data.binarize import resolve_split_file, split_name
+from aiayn.data.corpus import MANIFEST, CorpusError, read_lines
 from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
+from aiayn.data.wmt14 import fetch_wmt14
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import corpus_scores
 from aiayn.store.model_dir import save_model
@@ -61,9 +64,15 @@ def run_pipeline(
     work_dir: str | Path,
     *,
     corpus_from: str | Path | None = None,
+    recipe_dir: str | Path = ".",
     reporter: Reporter | None = None,
 ) -> PipelineResult:
-    """Run every stage of ``recipe`` in ``work_dir``; see the module docstring."""
+    """Run every stage of ``recipe`` in ``work_dir``; see the module docstring.
+
+    Args:
+        corpus_from: a local copy of a named corpus (Multi30k, WMT14) instead of a download.
+        recipe_dir: what relative file prefixes of ``dataset = "files"`` are relative to.
+    """
     reporter = reporter or SilentReporter()
     log = reporter.log
     start = time.perf_counter()
@@ -80,7 +89,7 @@ def run_pipeline(
         stages[name] = time.perf_counter() - stages[name]
 
     stage("corpus")
-    corpus = fetch_multi30k(work / "multi30k", source=corpus_from, log=log)
+    corpus = corpus_files(p, work, corpus_from=corpus_from, recipe_dir=Path(recipe_dir), log=log)
     done("corpus")
 
     stage("prepare")
@@ -89,7 +98,7 @@ def run_pipeline(
     if _prepared_with(data_dir, prep):
         log(f"reusing {data_dir}")
     else:
-        prepare(prep, data_dir, overwrite=True, log=log)
+        prepare(prep, data_dir, overwrite=True, workers=min(4, os.cpu_count() or 1), log=log)
     done("prepare")
 
     stage("train")
@@ -123,10 +132,9 @@ def run_pipeline(
         done("tune length penalty")
 
     stage("translate and score")
-    options = SearchOptions(beam=p.beam, alpha=alpha or None)
+    options = SearchOptions(beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b)
     tests = [
-        _translate_split(translator, corpus, split, p, options, work, log)
-        for split in p.test_splits
+        _translate_split(translator, corpus, split, p, options, work, log) for split in corpus.tests
     ]
     done("translate and score")
 
@@ -146,27 +154,55 @@ def run_pipeline(
     return result
 
 
-def _split_files(corpus: Path, split: str, lang: str, text: str) -> Path:
-    return tok_path(corpus, split, lang) if text == "tok" else raw_path(corpus, split, lang)
+@dataclass(frozen=True)
+class CorpusFiles:
+    """Where a recipe's text is: file prefixes (``PREFIX.LANG``, plain or .gz) by split."""
+
+    train: str
+    valid: str
+    tests: dict[str, str]  # test split name -> prefix
+    pretokenized: bool  # tokenised text: BLEU on its tokens (tokenize "none")
 
 
-def _prefix(path: Path, lang: str) -> str:
-    """``.../train.lc.norm.tok.en.gz`` -> ``.../train.lc.norm.tok``."""
-    return str(path)[: -len(f".{lang}.gz")]
+def corpus_files(
+    p: PipelineConfig,
+    work: Path,
+    *,
+    corpus_from: str | Path | None,
+    recipe_dir: Path,
+    log: Callable[[str], None],
+) -> CorpusFiles:
+    """The recipe's corpus: Multi30k or WMT14 fetched into ``work`` (or copied from
+    ``corpus_from``), or the user's own files."""
+    if p.dataset == "files":
+
+        def resolve(prefix: str) -> str:
+            return str(recipe_dir / prefix) if not Path(prefix).is_absolute() else prefix
+
+        tests = {split_name(t): resolve(t) for t in p.test}
+        return CorpusFiles(resolve(p.train), resolve(p.valid), tests, p.pretokenized)
+    if p.dataset == "wmt14":
+        root = fetch_wmt14(work / "wmt14", source=corpus_from, log=log)
+        tests = {"newstest2014": str(root / "newstest2014")}
+        return CorpusFiles(str(root / "train"), str(root / "newstest2013"), tests, False)
+    root = fetch_multi30k(work / "multi30k", source=corpus_from, log=log)
+    path_of = tok_path if p.text == "tok" else raw_path
+
+    def prefix(split: str) -> str:  # .../train.lc.norm.tok.en.gz -> .../train.lc.norm.tok
+        return str(path_of(root, split, p.src_lang))[: -len(f".{p.src_lang}.gz")]
+
+    tests = {split: prefix(split) for split in p.test_splits}
+    return CorpusFiles(prefix("train"), prefix("val"), tests, p.text == "tok")
 
 
-def _prepare_config(recipe: Recipe, corpus: Path) -> PrepareConfig:
+def _prepare_config(recipe: Recipe, corpus: CorpusFiles) -> PrepareConfig:
     p = recipe.pipeline
-
-    def prefix(split: str) -> str:
-        return _prefix(_split_files(corpus, split, p.src_lang, p.text), p.src_lang)
-
     return PrepareConfig(
         src_lang=p.src_lang,
         tgt_lang=p.tgt_lang,
-        train=prefix("train"),
-        valid=prefix("val"),
-        pretokenized=p.text == "tok",
+        train=corpus.train,
+        valid=corpus.valid,
+        pretokenized=corpus.pretokenized,
         **recipe.prepare,
     )
 
@@ -179,38 +215,42 @@ def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
     return options == json.loads(json.dumps(config_to_dict(cfg)))
 
 
-def _read_split(corpus, split: str, p) -> tuple[list[str], list[str]]:
-    """Source and reference lines of ``split`` (the first ``p.test_limit`` when set)."""
+def _read_split(prefix: str, p: PipelineConfig) -> tuple[list[str], list[str]]:
+    """Source and reference lines of a split (the first ``p.test_limit`` when set)."""
     limit = p.test_limit or None
-    sources = list(islice(read_lines(_split_files(corpus, split, p.src_lang, p.text)), limit))
-    references = list(islice(read_lines(_split_files(corpus, split, p.tgt_lang, p.text)), limit))
+    sources = list(islice(read_lines(resolve_split_file(prefix, p.src_lang)), limit))
+    references = list(islice(read_lines(resolve_split_file(prefix, p.tgt_lang)), limit))
+    if len(sources) != len(references):
+        raise CorpusError(
+            f"{prefix}: {len(sources)} {p.src_lang} lines but {len(references)} {p.tgt_lang}"
+        )
     return sources, references
 
 
-def _tune_alpha(translator, corpus, p, log) -> tuple[float, dict[float, float]]:
+def _tune_alpha(translator, corpus: CorpusFiles, p, log) -> tuple[float, dict[float, float]]:
     """The length-penalty exponent with the best validation BLEU among ``p.tune_alpha``
     (the first one on ties), and every exponent's score."""
-    sources, references = _read_split(corpus, "val", p)
+    sources, references = _read_split(corpus.valid, p)
     scores = {}
     for alpha in p.tune_alpha:
-        options = SearchOptions(beam=p.beam, alpha=alpha or None)
+        options = SearchOptions(beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b)
         hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
-        scores[alpha] = corpus_scores(hyps, references, tokenized=p.text == "tok").bleu
-        log(f"val: α {alpha}: BLEU {scores[alpha]:.2f}")
+        scores[alpha] = corpus_scores(hyps, references, tokenized=corpus.pretokenized).bleu
+        log(f"valid: α {alpha}: BLEU {scores[alpha]:.2f}")
     best = max(p.tune_alpha, key=lambda a: scores[a])
     log(f"length penalty: α {best} (best validation BLEU)")
     return best, scores
 
 
-def _translate_split(translator, corpus, split, p, options, work, log) -> TestResult:
-    sources, references = _read_split(corpus, split, p)
+def _translate_split(translator, corpus: CorpusFiles, split, p, options, work, log) -> TestResult:
+    sources, references = _read_split(corpus.tests[split], p)
     begin = time.perf_counter()
     hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
     seconds = time.perf_counter() - begin
     results = work / "results"
     results.mkdir(exist_ok=True)
     (results / f"{split}.{p.tgt_lang}.hyp").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    scores = corpus_scores(hyps, references, tokenized=p.text == "tok")
+    scores = corpus_scores(hyps, references, tokenized=corpus.pretokenized)
     log(
         f"{split}: BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} "
         f"({len(sources) / seconds:.1f} sentences/s)"
@@ -232,21 +272,12 @@ def _recipe_dict(recipe: Recipe) -> dict:
     }
 
 
-def default_corpus_dir() -> Path | None:
-    """``$AIAYN_DATA_DIR/multi30k`` (default ``../shared/data`` beside the repository) if
-    it exists; None means download."""
-    base = os.environ.get("AIAYN_DATA_DIR")
-    root = Path(base) if base else Path(__file__).resolve().parents[3] / "shared" / "data"
-    candidate = root / "multi30k"
-    return candidate if (candidate / "train.en.gz").is_file() else None
-
-
 def format_results(result: PipelineResult, recipe: Recipe) -> str:
     """The results table and example translations, as Markdown."""
     p = recipe.pipeline
     pair = f"{p.src_lang}→{p.tgt_lang}"
     lines = [
-        f"## {p.dataset} {pair}, {p.text} text, beam {p.beam}, α {result.alpha}"
+        f"## {p.dataset} {pair}, beam {p.beam}, α {result.alpha}"
         + (" (chosen on the validation set)" if result.alpha_scores else ""),
         "",
         "| test set | BLEU | chrF | sentences/s |",
@@ -283,3 +314,15 @@ def _alpha_line(result: PipelineResult) -> str:
         return ""
     tried = ", ".join(f"α {a}: {bleu:.2f}" for a, bleu in result.alpha_scores.items())
     return f"- length penalty chosen on the validation set: {tried} -> α {result.alpha}"
+
+
+CORPUS_MARKERS = {"multi30k": "train.en.gz", "wmt14": "test-full.tgz"}  # present in a copy
+
+
+def default_corpus_dir(dataset: str = "multi30k") -> Path | None:
+    """``$AIAYN_DATA_DIR/<dataset>`` (default ``../shared/data`` beside the repository) if it
+    holds a copy of that corpus; None means download (and nothing for your own files)."""
+    base = os.environ.get("AIAYN_DATA_DIR")
+    root = Path(base) if base else Path(__file__).resolve().parents[3] / "shared" / "data"
+    marker = CORPUS_MARKERS.get(dataset)
+    return root / dataset if marker and (root / dataset / marker).is_file() else None

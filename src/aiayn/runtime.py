@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import datetime
 import os
 from dataclasses import dataclass
 
@@ -109,16 +110,18 @@ def distributed_from_env(environ: dict[str, str] | None = None) -> Distributed:
     return Distributed(int(env["RANK"]), world_size, int(env.get("LOCAL_RANK", "0")))
 
 
-def init_distributed(place: Distributed, device: torch.device) -> None:
+def init_distributed(place: Distributed, device: torch.device, *, timeout_minutes: float) -> None:
     """Join the process group torchrun describes (NCCL on GPUs, gloo on CPUs); on a GPU,
-    first make ``device`` this process's current CUDA device, as NCCL expects."""
+    first make ``device`` this process's current CUDA device, as NCCL expects. A collective
+    that waits longer than ``timeout_minutes`` (a rank that died, a hung machine) fails."""
     if not place.enabled or dist.is_initialized():
         return
+    timeout = datetime.timedelta(minutes=timeout_minutes)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-        dist.init_process_group(backend="nccl", device_id=device)
+        dist.init_process_group(backend="nccl", device_id=device, timeout=timeout)
     else:
-        dist.init_process_group(backend="gloo")
+        dist.init_process_group(backend="gloo", timeout=timeout)
 
 
 def ddp_arguments(device: torch.device) -> dict[str, object]:

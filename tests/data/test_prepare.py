@@ -5,7 +5,7 @@ import pytest
 
 from aiayn.cli import main
 from aiayn.config import PrepareConfig
-from aiayn.data import CorpusError, TokenizerError, binarize, load_prepared, prepare
+from aiayn.data import CorpusError, TokenizerError, binarize, encode, load_prepared, prepare
 from aiayn.files import DestinationError
 
 from .corpora import make_corpus, sentences, write_lines
@@ -39,7 +39,7 @@ def test_prepare_writes_splits_vocab_and_manifest(tmp_path, gz):
     if src_lines:
         decoded = [data.src_tokenizer.decode(test.src[i].tolist()) for i in range(len(test))]
         assert decoded == src_lines
-    assert isinstance(test.src.tokens, np.memmap)
+    assert test.src.lengths.dtype == np.uint16  # only lengths are held; sentences are read
     tokens = manifest["splits"]["train"]["src_tokens"]
     assert int(data.split("train").src.lengths.sum()) == tokens
 
@@ -176,3 +176,43 @@ def test_multi30k_raw_round_trip(tmp_path, multi30k_dir):
     references = list(read_lines(multi30k_dir / "val.fr.gz"))
     decoded = [data.tgt_tokenizer.decode(valid.tgt[i].tolist()) for i in range(len(valid))]
     assert decoded == [" ".join(r.split()) for r in references]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 40 pairs, workers from the second chunk: the paths a WMT-sized corpus takes."""
+    monkeypatch.setattr(encode, "CHUNK", 40)
+    monkeypatch.setattr(encode, "POOL_FROM_CHUNK", 1)
+
+
+def _all_pairs(directory, split):
+    data = load_prepared(directory).split(split)
+    return [(data.src[i].tolist(), data.tgt[i].tolist()) for i in range(len(data))]
+
+
+def test_workers_and_shards_give_the_same_dataset(tmp_path, small_chunks):
+    paths = make_corpus(tmp_path / "corpus", train=500, gz=True)
+    one = prepare(_cfg(paths), tmp_path / "one", workers=1)
+    many = prepare(_cfg(paths, shard_size=150), tmp_path / "many", workers=2)
+    assert many["splits"]["train"]["shards"] == [f"train.{k:05d}" for k in range(4)]
+    assert one["splits"]["train"]["shards"] == ["train"]
+    for key in ("pairs", "src_tokens", "tgt_tokens", "dropped_too_long", "dropped_ratio"):
+        assert many["splits"]["train"][key] == one["splits"]["train"][key]
+    assert _all_pairs(tmp_path / "many", "train") == _all_pairs(tmp_path / "one", "train")
+    assert (tmp_path / "many" / "train.00003.src.bin").is_file()
+    load_prepared(tmp_path / "many").verify()
+
+
+def test_mismatched_line_counts_are_named_even_with_workers(tmp_path, small_chunks):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    lines = sentences(300)
+    write_lines(root / "train.src", lines)
+    write_lines(root / "train.tgt", lines[:-1])
+    for split in ("valid", "test"):
+        write_lines(root / f"{split}.src", lines[:5])
+        write_lines(root / f"{split}.tgt", lines[:5])
+    paths = {k: str(root / k) for k in ("train", "valid", "test")}
+    with pytest.raises(CorpusError, match=r"train.src has 300 lines, .*train.tgt has 299"):
+        prepare(_cfg(paths), tmp_path / "d", workers=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]

@@ -36,8 +36,8 @@ def tiny_train_config(dataset: Path, run_dir: Path, **sections):
 
 
 def write_toml(path: Path, values: dict) -> Path:
-    lines = []
-    for section, fields in values.items():
+    lines = [f"{k} = {_toml_value(v)}" for k, v in values.items() if not isinstance(v, dict)]
+    for section, fields in ((k, v) for k, v in values.items() if isinstance(v, dict)):
         lines.append(f"[{section}]")
         for key, value in fields.items():
             lines.append(f"{key} = {_toml_value(value)}")

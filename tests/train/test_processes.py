@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,32 +69,41 @@ def _train_losses(run_dir):
     return [r["loss"] for r in rows if r["kind"] == "train"]
 
 
-@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
-def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
+def _accumulation_pair(dataset, tmp_path):
+    """A one-process run with twice the accumulation, and the config for two processes."""
     common = {"max_updates": 8, "log_every": 1, "valid_every": 100, "save_every": 100}
     model = {"dropout": 0.0}
     single = write_toml(
         tmp_path / "one.toml",
-        config_dict(
-            tiny_dataset, tmp_path / "one", run=common, model=model, optim={"update_freq": 2}
-        ),
+        config_dict(dataset, tmp_path / "one", run=common, model=model, optim={"update_freq": 2}),
     )
     double = write_toml(
-        tmp_path / "two.toml", config_dict(tiny_dataset, tmp_path / "two", run=common, model=model)
+        tmp_path / "two.toml", config_dict(dataset, tmp_path / "two", run=common, model=model)
     )
     subprocess.run([*CLI, "train", str(single)], check=True, env=ENV, capture_output=True)
+    return double
+
+
+def _assert_same_training(tmp_path):
+    one, two = _train_losses(tmp_path / "one"), _train_losses(tmp_path / "two")
+    assert len(one) == len(two) == 8  # rank 0 alone writes the log
+    assert one == pytest.approx(two, rel=1e-5)
+    a, b = _weights(tmp_path / "one"), _weights(tmp_path / "two")
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5)
+
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+needs_distributed = pytest.mark.skipif(
+    not torch.distributed.is_available(), reason="torch.distributed missing"
+)
+
+
+@needs_distributed
+def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
+    double = _accumulation_pair(tiny_dataset, tmp_path)
     ddp = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node=2",
-            "-m",
-            "aiayn",
-            "train",
-            str(double),
-        ],
+        [*TORCHRUN, "--standalone", "--nproc_per_node=2", "-m", "aiayn", "train", str(double)],
         env=ENV,
         capture_output=True,
         text=True,
@@ -101,9 +111,37 @@ def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_datase
     )
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     assert "2 process(es)" in ddp.stderr
-    one, two = _train_losses(tmp_path / "one"), _train_losses(tmp_path / "two")
-    assert len(one) == len(two) == 8  # rank 0 alone writes the log
-    assert one == pytest.approx(two, rel=1e-5)
-    a, b = _weights(tmp_path / "one"), _weights(tmp_path / "two")
-    for name in a:
-        torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5)
+    _assert_same_training(tmp_path)
+
+
+@needs_distributed
+def test_two_machines_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
+    """``torchrun --nnodes 2`` on 127.0.0.1: two "machines" of one process each, gloo."""
+    double = _accumulation_pair(tiny_dataset, tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nodes = [
+        subprocess.Popen(
+            [
+                *TORCHRUN,
+                "--nnodes=2",
+                f"--node_rank={rank}",
+                "--nproc_per_node=1",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                "-m",
+                "aiayn",
+                "train",
+                str(double),
+            ],
+            env=ENV,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    errors = [node.communicate(timeout=300)[1] for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], errors[0][-2000:] + errors[1][-2000:]
+    assert "2 process(es)" in errors[0]
+    _assert_same_training(tmp_path)

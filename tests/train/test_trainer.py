@@ -1,5 +1,6 @@
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -163,3 +164,24 @@ def test_toml_presets_and_overrides(tiny_dataset, tmp_path):
     assert (cfg.model.d_model, cfg.model.n_encoder_layers, cfg.model.dropout) == (128, 4, 0.2)
     with pytest.raises(ConfigError, match="unknown key"):
         train_config_from_dict({**values, "extra": {}})
+
+
+def _updates_logged(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [r["update"] for r in rows if r["kind"] == "train"]
+
+
+def test_a_resumed_run_never_logs_an_update_twice(tiny_dataset, tmp_path):
+    run = {"max_updates": 8, "log_every": 1, "save_every": 4, "valid_every": 100}
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run)).train()
+    shutil.rmtree(list_checkpoints(tmp_path / "run")[-1])  # as if killed after update 7
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run), resume=True).train()
+    assert _updates_logged(tmp_path / "run") == list(range(1, 9))
+
+
+def test_a_fresh_run_never_appends_to_an_old_log(tiny_dataset, tmp_path):
+    run = {"max_updates": 4, "log_every": 1, "save_every": 4, "valid_every": 100}
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run)).train()
+    shutil.rmtree(tmp_path / "run" / "checkpoints")
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run)).train()
+    assert _updates_logged(tmp_path / "run") == [1, 2, 3, 4]

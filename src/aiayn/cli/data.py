@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 
@@ -10,14 +11,15 @@ from aiayn.cli.common import UsageError, integer, log, number
 
 
 def add_parsers(sub) -> None:
-    data = sub.add_parser("data", help="fetch a named dataset")
-    data.add_argument("name", choices=["multi30k"])
+    data = sub.add_parser("data", help="fetch a named dataset (Multi30k, or WMT14 En-De)")
+    data.add_argument("name", choices=["multi30k", "wmt14"])
     data.add_argument("--dest", required=True, help="directory to put the files in")
     data.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
-        help="copy from this local directory instead of downloading",
+        help="copy from this local directory (Multi30k files, WMT14 .tgz archives) instead of "
+        "downloading",
     )
     data.set_defaults(handler=run_data)
     _add_prepare_parser(sub)
@@ -31,6 +33,21 @@ def _add_prepare_parser(sub) -> None:
         "file prefixes (PREFIX.LANG or PREFIX.LANG.gz). Language-model corpus: --text FILE.",
     )
     p.add_argument("--out", required=True, help="dataset directory to write")
+    p.add_argument(
+        "--workers",
+        type=integer(minimum=1),
+        default=min(4, os.cpu_count() or 1),
+        help="processes that encode the corpus (default: the CPU count, at most 4)",
+    )
+    p.add_argument(
+        "--vocab-sample",
+        type=integer(minimum=1),
+        default=1_000_000,
+        help="sentences sampled at random from the training text for the vocabulary",
+    )
+    p.add_argument(
+        "--shard-size", type=integer(minimum=1), default=1_000_000, help="pairs per shard"
+    )
     p.add_argument(
         "--overwrite", action="store_true", help="replace an existing dataset aiayn wrote at --out"
     )
@@ -79,9 +96,11 @@ def _add_prepare_parser(sub) -> None:
 
 def run_data(args: argparse.Namespace) -> int:
     from aiayn.data.multi30k import fetch_multi30k
+    from aiayn.data.wmt14 import fetch_wmt14
 
-    dest = fetch_multi30k(args.dest, source=args.source, log=log)
-    print(f"multi30k: all splits present and counted in {dest}")
+    fetch = {"multi30k": fetch_multi30k, "wmt14": fetch_wmt14}[args.name]
+    dest = fetch(args.dest, source=args.source, log=log)
+    print(f"{args.name}: all splits present and counted in {dest}")
     return 0
 
 
@@ -121,10 +140,12 @@ def _prepare_parallel(args: argparse.Namespace) -> None:
             max_len=args.max_len,
             max_len_ratio=args.max_len_ratio,
             empty_lines=args.empty_lines,
+            vocab_sample=args.vocab_sample,
+            shard_size=args.shard_size,
         )
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    prepare(cfg, args.out, overwrite=args.overwrite, log=log)
+    prepare(cfg, args.out, overwrite=args.overwrite, workers=args.workers, log=log)
     train = load_prepared(args.out).split("train")
     sampler = TokenBatchSampler(train.src.lengths, train.tgt.lengths, max_tokens=args.max_tokens)
     print(f"padding at max_tokens={args.max_tokens}: {sampler.padding_fraction():.1%}")

@@ -18,8 +18,8 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--corpus",
         metavar="DIR",
-        help="a local Multi30k copy (default: $AIAYN_DATA_DIR/multi30k or "
-        "../shared/data/multi30k if present, else download)",
+        help="a local copy of the recipe's named corpus (Multi30k files, WMT14 .tgz archives); "
+        "default: $AIAYN_DATA_DIR/NAME (../shared/data/NAME) if present, else download",
     )
     p.add_argument(
         "--set",
@@ -39,9 +39,15 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.pipeline import default_corpus_dir, format_results, run_pipeline
 
     work = args.work or str(Path("runs") / Path(args.recipe).stem)
-    corpus = args.corpus or default_corpus_dir()
     recipe = recipe_from_dict(apply_overrides(load_toml(args.recipe), args.set), where=args.recipe)
+    corpus = args.corpus or default_corpus_dir(recipe.pipeline.dataset)
     log(f"aiayn pipeline {args.recipe} -> {work} (corpus: {corpus or 'download'}; {allocator})")
-    result = run_pipeline(recipe, work, corpus_from=corpus, reporter=TerminalReporter())
+    result = run_pipeline(
+        recipe,
+        work,
+        corpus_from=corpus,
+        recipe_dir=Path(args.recipe).parent,
+        reporter=TerminalReporter(),
+    )
     print(format_results(result, recipe))
     return 0

@@ -63,9 +63,16 @@ def run_train(args: argparse.Namespace) -> int:
 def run_average(args: argparse.Namespace) -> int:
     from aiayn.files import check_destination
     from aiayn.store.model_dir import is_model_directory, save_model
-    from aiayn.train.checkpoint import average_checkpoints, list_checkpoints, model_assets
+    from aiayn.train.checkpoint import (
+        CHECKPOINTS,
+        average_checkpoints,
+        list_checkpoints,
+        model_assets,
+    )
 
     out = Path(args.out)
+    if out.resolve().parent.name == CHECKPOINTS:
+        raise UsageError(f"--out {out}: inside a run's checkpoints; choose a path outside it")
     check_destination(out, replace=True, replaceable=is_model_directory, what="model directory")
     paths = [Path(p) for p in args.paths]
     if len(paths) == 1 and list_checkpoints(paths[0]):

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, zip_longest
 from pathlib import Path
 
 from aiayn.config import PrepareConfig
@@ -19,27 +18,18 @@ from aiayn.data.corpus import (
     MANIFEST,
     CorpusError,
     PairStats,
+    count_lines,
+    file_records,
     is_dataset,
     read_lines,
     read_parallel,
 )
-from aiayn.data.indexed import IndexedWriter, token_dtype
-from aiayn.data.tokenizer import Tokenizer, train_sentencepiece
-from aiayn.files import atomic_directory, sha256_file
+from aiayn.data.encode import ChunkEncoder, Filter, ShardWriter, SplitStats
+from aiayn.data.indexed import token_dtype
+from aiayn.data.tokenizer import train_sentencepiece
+from aiayn.files import atomic_directory
 
 FORMAT = "aiayn-parallel-dataset"
-CHUNK = 10_000  # sentences encoded at a time
-
-
-@dataclass
-class SplitStats:
-    pairs: int = 0
-    src_tokens: int = 0
-    tgt_tokens: int = 0
-    dropped_empty: int = 0
-    dropped_too_long: int = 0
-    dropped_ratio: int = 0
-    files: dict[str, str] = field(default_factory=dict)  # role -> source path
 
 
 def resolve_split_file(prefix: str, lang: str) -> Path:
@@ -60,9 +50,15 @@ def prepare(
     out_dir: str | Path,
     *,
     overwrite: bool = False,
+    workers: int = 1,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict:
     """Build the dataset directory ``out_dir`` and return its manifest.
+
+    The vocabulary is trained on a random sample of at most ``cfg.vocab_sample`` sentences;
+    every split is encoded by ``workers`` processes into shards of ``cfg.shard_size`` pairs.
+    Memory stays bounded whatever the size of the corpus, and the result does not depend on
+    ``workers``.
 
     Raises:
         CorpusError, TokenizerError: bad input, with a one-line reason.
@@ -77,19 +73,21 @@ def prepare(
         out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
     ) as tmp:
         start = time.perf_counter()
-        src_tok, tgt_tok, vocab = _train_vocabularies(cfg, files["train"], tmp, log)
+        vocab = _train_vocabularies(cfg, files["train"], tmp, log, threads=workers)
         log(f"vocabulary: {vocab['sizes']} in {time.perf_counter() - start:.1f}s")
         dtype = token_dtype(max(vocab["sizes"].values()))
         stats = {}
-        for name, (src_file, tgt_file) in files.items():
-            stats[name] = _encode_split(
-                cfg, name, src_file, tgt_file, src_tok, tgt_tok, tmp, dtype, train=name == "train"
-            )
-            s = stats[name]
-            log(
-                f"{name}: {s.pairs:,} pairs, {s.src_tokens:,} + {s.tgt_tokens:,} tokens, dropped "
-                f"{s.dropped_empty} empty, {s.dropped_too_long} too long, {s.dropped_ratio} ratio"
-            )
+        models = (tmp / vocab["files"]["src"], tmp / vocab["files"]["tgt"])
+        with ChunkEncoder(*models, workers=workers) as encoder:
+            for name, (src_file, tgt_file) in files.items():
+                start = time.perf_counter()
+                stats[name] = _encode_split(cfg, name, src_file, tgt_file, encoder, tmp, dtype)
+                s = stats[name]
+                log(
+                    f"{name}: {s.pairs:,} pairs in {time.perf_counter() - start:.1f}s, "
+                    f"{s.src_tokens:,} + {s.tgt_tokens:,} tokens, dropped {s.dropped_empty} empty, "
+                    f"{s.dropped_too_long} too long, {s.dropped_ratio} ratio"
+                )
         if stats["train"].pairs == 0:
             raise CorpusError(f"{files['train'][0]}: no training pairs left (empty corpus?)")
         manifest = _manifest(cfg, vocab, stats, dtype.name, tmp)
@@ -97,41 +95,50 @@ def prepare(
     return manifest
 
 
-def _train_vocabularies(cfg, train_files, tmp: Path, log) -> tuple[Tokenizer, Tokenizer, dict]:
+def _train_vocabularies(cfg, train_files, tmp: Path, log, *, threads: int) -> dict:
+    """Train the SentencePiece model(s) on a random sample of the training text (at most
+    ``cfg.vocab_sample`` sentences, drawn by SentencePiece as it reads); their description."""
     src_file, tgt_file = train_files
     options = dict(
         vocab_size=cfg.vocab_size,
         model_type=cfg.subword_model,
         byte_fallback=cfg.byte_fallback,
+        max_sentences=cfg.vocab_sample,
+        threads=threads,
     )
     if cfg.joint_vocab:
-        both = _interleave(read_lines(src_file), read_lines(tgt_file))
+        both = _interleave(src_file, tgt_file)
         if cfg.train_limit:
             both = islice(both, 2 * cfg.train_limit)
         log(f"training a joint {cfg.subword_model} vocabulary of {cfg.vocab_size:,}")
         tok = train_sentencepiece(_nonempty(both), tmp / "spm.model", **options)
-        vocab = {
+        files = {"src": "spm.model", "tgt": "spm.model"}
+        return {
             "joint": True,
-            "files": {"src": "spm.model", "tgt": "spm.model"},
+            "files": files,
             "sizes": {"src": tok.vocab_size, "tgt": tok.vocab_size},
         }
-        return tok, tok, vocab
     log(f"training separate {cfg.subword_model} vocabularies of {cfg.vocab_size:,}")
     src_name, tgt_name = f"spm.{cfg.src_lang}.model", f"spm.{cfg.tgt_lang}.model"
     limit = cfg.train_limit or None
     src_lines, tgt_lines = islice(read_lines(src_file), limit), islice(read_lines(tgt_file), limit)
     src_tok = train_sentencepiece(_nonempty(src_lines), tmp / src_name, **options)
     tgt_tok = train_sentencepiece(_nonempty(tgt_lines), tmp / tgt_name, **options)
-    vocab = {
+    return {
         "joint": False,
         "files": {"src": src_name, "tgt": tgt_name},
         "sizes": {"src": src_tok.vocab_size, "tgt": tgt_tok.vocab_size},
     }
-    return src_tok, tgt_tok, vocab
 
 
-def _interleave(a: Iterable[str], b: Iterable[str]) -> Iterator[str]:
-    for x, y in zip(a, b):  # noqa: B905 - counts are checked when the pairs are encoded
+def _interleave(src_file: Path, tgt_file: Path) -> Iterator[str]:
+    """Source and target lines alternately; files of different lengths are an error."""
+    for x, y in zip_longest(read_lines(src_file), read_lines(tgt_file)):
+        if x is None or y is None:
+            raise CorpusError(
+                f"line counts differ: {src_file} has {count_lines(src_file)} lines, "
+                f"{tgt_file} has {count_lines(tgt_file)}"
+            )
         yield x
         yield y
 
@@ -140,46 +147,29 @@ def _nonempty(lines: Iterable[str]) -> Iterator[str]:
     return (line for line in lines if line)
 
 
-def _encode_split(cfg, name, src_file, tgt_file, src_tok, tgt_tok, tmp, dtype, *, train):
+def _encode_split(cfg, name, src_file, tgt_file, encoder, tmp, dtype) -> SplitStats:
+    train = name == "train"
     stats = SplitStats(files={"src": str(src_file), "tgt": str(tgt_file)})
     pair_stats = PairStats()
-    empty = cfg.empty_lines if train else "keep"
-    pairs = read_parallel(src_file, tgt_file, stats=pair_stats, empty=empty)
+    pairs = read_parallel(
+        src_file, tgt_file, stats=pair_stats, empty=cfg.empty_lines if train else "keep"
+    )
     if train and cfg.train_limit:
         pairs = islice(pairs, cfg.train_limit)
-    src_out = IndexedWriter(tmp / f"{name}.src", dtype)
-    tgt_out = IndexedWriter(tmp / f"{name}.tgt", dtype)
-    while chunk := list(islice(pairs, CHUNK)):
-        src_ids = src_tok.encode([s for s, _ in chunk])
-        tgt_ids = tgt_tok.encode([t for _, t in chunk])
-        keep_src, keep_tgt = [], []
-        for s, t in zip(src_ids, tgt_ids, strict=True):
-            if train and max(len(s), len(t)) > cfg.max_len:
-                stats.dropped_too_long += 1
-            elif train and _ratio(len(s), len(t)) > cfg.max_len_ratio:
-                stats.dropped_ratio += 1
-            else:
-                keep_src.append(s)
-                keep_tgt.append(t)
-        src_out.add(keep_src)
-        tgt_out.add(keep_tgt)
-        stats.src_tokens += sum(map(len, keep_src))
-        stats.tgt_tokens += sum(map(len, keep_tgt))
-    stats.pairs = src_out.close()
-    tgt_out.close()
+    keep = Filter(cfg.max_len, cfg.max_len_ratio, active=train)
+    writer = ShardWriter(tmp, name, dtype, shard_size=cfg.shard_size)
+    for chunk in encoder.encode(pairs, keep):
+        writer.add(chunk)
+        stats.add(chunk)
+    stats.shards = writer.close()
     stats.dropped_empty = pair_stats.empty_dropped
     return stats
 
 
-def _ratio(a: int, b: int) -> float:
-    return max(a, b) / max(min(a, b), 1)
-
-
 def _manifest(cfg: PrepareConfig, vocab: dict, stats: dict, dtype: str, tmp: Path) -> dict:
-    checksums = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
     return {
         "format": FORMAT,
-        "version": 1,
+        "version": 2,  # 2: splits in shards
         "src_lang": cfg.src_lang,
         "tgt_lang": cfg.tgt_lang,
         "pretokenized": cfg.pretokenized,
@@ -187,5 +177,5 @@ def _manifest(cfg: PrepareConfig, vocab: dict, stats: dict, dtype: str, tmp: Pat
         "vocab": vocab,
         "splits": {name: vars(s) for name, s in stats.items()},
         "options": config_to_dict(cfg),
-        "sha256": checksums,
+        **file_records(tmp),
     }

@@ -11,6 +11,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from aiayn.errors import AiaynError
+from aiayn.files import sha256_file
 
 
 class CorpusError(AiaynError, ValueError):
@@ -120,14 +121,54 @@ MANIFEST = "manifest.json"
 
 
 def read_manifest(directory: Path, *, expected_format: str, description: str) -> dict:
-    """The JSON manifest of a prepared dataset directory, checked for its format."""
+    """The JSON manifest of a prepared dataset directory, checked for its format, and every
+    file it lists for its size (a quick check; ``verify_checksums`` reads them all).
+
+    Raises:
+        CorpusError: no manifest, not one of this format, or a file missing or truncated.
+    """
     path = directory / MANIFEST
     if not path.is_file():
         raise CorpusError(f"{directory}: not a prepared {description} (no {MANIFEST})")
-    manifest = json.loads(path.read_text())
-    if manifest.get("format") != expected_format:
+    try:
+        manifest = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != expected_format:
         raise CorpusError(f"{path}: not an aiayn {description} manifest")
+    for name, size in manifest.get("sizes", {}).items():
+        file = directory / name
+        if not file.is_file():
+            raise CorpusError(f"{file}: missing (listed in {MANIFEST})")
+        if file.stat().st_size != size:
+            raise CorpusError(
+                f"{file}: {file.stat().st_size} bytes, {MANIFEST} says {size}: the dataset is "
+                "damaged (prepare it again)"
+            )
     return manifest
+
+
+def file_records(directory: Path) -> dict[str, dict[str, object]]:
+    """The manifest entries of the files in ``directory``: their sizes and SHA-256 sums."""
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name != MANIFEST)
+    return {
+        "sizes": {p.name: p.stat().st_size for p in files},
+        "sha256": {p.name: sha256_file(p) for p in files},
+    }
+
+
+def verify_checksums(directory: Path, manifest: dict) -> None:
+    """Read every file of a dataset and check it against the manifest's SHA-256 sums.
+
+    Raises:
+        CorpusError: naming the first file that differs.
+    """
+    for name, expected in manifest.get("sha256", {}).items():
+        if sha256_file(directory / name) != expected:
+            raise CorpusError(
+                f"{directory / name}: its checksum differs from {MANIFEST}: the dataset is "
+                "damaged (prepare it again)"
+            )
 
 
 def is_dataset(expected_format: str):

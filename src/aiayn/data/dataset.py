@@ -6,18 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiayn.data.binarize import FORMAT
-from aiayn.data.corpus import MANIFEST, CorpusError, read_manifest
-from aiayn.data.indexed import IndexedDataset
+from aiayn.data.corpus import CorpusError, read_manifest, verify_checksums
+from aiayn.data.indexed import IndexedDataset, ShardedDataset, open_indexed
 from aiayn.data.tokenizer import SentencePieceTokenizer, Tokenizer
-from aiayn.files import sha256_file
 
 
 @dataclass(frozen=True)
 class ParallelSplit:
     """Aligned source and target sentences of one split (ids without BOS/EOS)."""
 
-    src: IndexedDataset
-    tgt: IndexedDataset
+    src: IndexedDataset | ShardedDataset
+    tgt: IndexedDataset | ShardedDataset
 
     def __len__(self) -> int:
         return len(self.src)
@@ -38,16 +37,15 @@ class ParallelData:
         if name not in self.manifest["splits"]:
             raise CorpusError(f"{self.directory}: no split {name!r}; have {self.split_names}")
         dtype = self.manifest["dtype"]
+        shards = self.manifest["splits"][name].get("shards", [name])  # aiayn 0.1: one file
         return ParallelSplit(
-            IndexedDataset(self.directory / f"{name}.src", dtype),
-            IndexedDataset(self.directory / f"{name}.tgt", dtype),
+            open_indexed([self.directory / f"{s}.src" for s in shards], dtype),
+            open_indexed([self.directory / f"{s}.tgt" for s in shards], dtype),
         )
 
     def verify(self) -> None:
-        """Check every file against the manifest's SHA-256 sums."""
-        for name, expected in self.manifest["sha256"].items():
-            if sha256_file(self.directory / name) != expected:
-                raise CorpusError(f"{self.directory / name}: checksum differs from {MANIFEST}")
+        """Check every file against the manifest's checksums (reads them all)."""
+        verify_checksums(self.directory, self.manifest)
 
 
 def load_prepared(directory: str | Path) -> ParallelData:

@@ -19,7 +19,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn.data.corpus import MANIFEST, CorpusError, is_dataset, open_text, read_manifest
+from aiayn.data.corpus import (
+    MANIFEST,
+    CorpusError,
+    file_records,
+    is_dataset,
+    open_text,
+    read_manifest,
+    verify_checksums,
+)
 from aiayn.data.indexed import token_dtype
 from aiayn.data.tokenizer import (
     CharTokenizer,
@@ -27,7 +35,7 @@ from aiayn.data.tokenizer import (
     load_tokenizer,
     train_sentencepiece,
 )
-from aiayn.files import atomic_directory, sha256_file
+from aiayn.files import atomic_directory
 
 FORMAT = "aiayn-lm-dataset"
 
@@ -79,7 +87,7 @@ def prepare_lm(
             "tokens": tokens,
             "characters": {k: len(v) for k, v in parts.items()},
             "source": str(text_file),
-            "sha256": {p.name: sha256_file(p) for p in sorted(tmp.iterdir())},
+            **file_records(tmp),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     return manifest
@@ -109,6 +117,10 @@ class LMData:
     directory: Path
     manifest: dict
     tokenizer: Tokenizer
+
+    def verify(self) -> None:
+        """Check every file against the manifest's checksums (reads them all)."""
+        verify_checksums(self.directory, self.manifest)
 
     def stream(self, split: str) -> np.ndarray:
         """The memory-mapped token ids of ``split`` (``train`` or ``valid``)."""

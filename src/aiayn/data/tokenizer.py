@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 import sentencepiece as spm
 
-from aiayn.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, UNK_ID
+from aiayn.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, UNK_ID, ModelConfig
 from aiayn.errors import AiaynError
 from aiayn.files import sha256_file
 
@@ -87,9 +87,10 @@ def train_sentencepiece(
             corpus is empty.
     """
     buffer = io.BytesIO()
+    source = _Remembering(sentences)
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=source,
             model_writer=buffer,
             vocab_size=vocab_size,
             model_type=model_type,
@@ -111,9 +112,30 @@ def train_sentencepiece(
             minloglevel=2,
         )
     except RuntimeError as e:
+        if source.error is not None:  # the corpus failed while SentencePiece read it
+            raise source.error from None
         raise TokenizerError(_sentencepiece_reason(str(e), vocab_size)) from None
     Path(model_file).write_bytes(buffer.getvalue())
     return SentencePieceTokenizer(model_file)
+
+
+class _Remembering:
+    """An iterator that keeps the error its source raised: SentencePiece reports errors of
+    a Python iterator as its own, with the cause buried in a traceback string."""
+
+    def __init__(self, items: Iterable[str]):
+        self._items = iter(items)
+        self.error: AiaynError | None = None
+
+    def __iter__(self) -> _Remembering:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._items)
+        except AiaynError as e:
+            self.error = e
+            raise
 
 
 def _sentencepiece_reason(message: str, vocab_size: int) -> str:
@@ -242,7 +264,9 @@ def read_tokenizer_info(directory: str | Path) -> TokenizerInfo:
         raise TokenizerError(f"{path}: missing (the model directory has no tokenizer)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and "kind" not in data:
+        if not isinstance(data, dict):
+            raise TypeError("expected a JSON object")
+        if "kind" not in data:
             return _upgraded(Path(directory), data)
         return TokenizerInfo(**data)
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as e:
@@ -285,3 +309,20 @@ def load_tokenizers(directory: str | Path) -> tuple[Tokenizer, Tokenizer, Tokeni
     src = load_tokenizer(directory / info.src_file)
     tgt = src if info.tgt_file == info.src_file else load_tokenizer(directory / info.tgt_file)
     return src, tgt, info
+
+
+def check_vocabularies(directory: str | Path, info: TokenizerInfo, model: ModelConfig) -> None:
+    """Refuse tokenizers whose vocabulary sizes are not the model's.
+
+    Raises:
+        TokenizerError: naming both sizes.
+    """
+    pairs = [("target", info.tgt_vocab_size, model.tgt_vocab_size)]
+    if model.is_encoder_decoder:
+        pairs.insert(0, ("source", info.src_vocab_size, model.src_vocab_size))
+    for side, tokenizer_size, model_size in pairs:
+        if tokenizer_size != model_size:
+            raise TokenizerError(
+                f"{directory}: the {side} tokenizer has {tokenizer_size} pieces, the model's "
+                f"vocabulary {model_size}"
+            )

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from aiayn.accel import DEFAULT_PROFILE
-from aiayn.data.tokenizer import Tokenizer, load_tokenizers
+from aiayn.data.tokenizer import Tokenizer, check_vocabularies, load_tokenizers
 from aiayn.decode.sampling import sample_next
 from aiayn.models.lm import TransformerLM
 from aiayn.modules import KVCache
@@ -22,10 +22,11 @@ def load_language_model(
     directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
 ) -> tuple[TransformerLM, Tokenizer]:
     """A trained language model and its tokenizer, from a model directory."""
-    model, _ = load_model(directory, device=device, profile=profile)
+    model, cfg = load_model(directory, device=device, profile=profile)
     if not isinstance(model, TransformerLM):
         raise ModelLoadError(f"{directory}: a translation model, not a language model")
-    _, tokenizer, _ = load_tokenizers(directory)
+    _, tokenizer, info = load_tokenizers(directory)
+    check_vocabularies(directory, info, cfg)
     return model, tokenizer
 
 

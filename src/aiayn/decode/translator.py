@@ -11,7 +11,7 @@ import torch
 
 from aiayn.accel import DEFAULT_PROFILE
 from aiayn.config import EOS_ID, PAD_ID
-from aiayn.data.tokenizer import Tokenizer, load_tokenizers
+from aiayn.data.tokenizer import Tokenizer, check_vocabularies, load_tokenizers
 from aiayn.decode.beam import beam_search
 from aiayn.decode.greedy import greedy_search
 from aiayn.decode.stepper import TransformerStepper, stepper_for
@@ -64,10 +64,11 @@ class Translator:
         cls, directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
     ) -> Translator:
         """Load a model directory written by training or ``aiayn average``."""
-        model, _ = load_model(directory, device=device, profile=profile)
+        model, cfg = load_model(directory, device=device, profile=profile)
         if not isinstance(model, Transformer):
             raise TranslationError(f"{directory}: a language model, not a translation model")
         src, tgt, info = load_tokenizers(directory)
+        check_vocabularies(directory, info, cfg)
         return cls(model, src, tgt, pretokenized=info.pretokenized)
 
     def check(self, options: SearchOptions) -> None:

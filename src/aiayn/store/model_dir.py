@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model as _load_safetensors
 from safetensors.torch import save_model as _save_safetensors
 from torch import nn
@@ -15,11 +15,12 @@ from aiayn.accel import DEFAULT_PROFILE
 from aiayn.config import ConfigError, ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.errors import AiaynError
-from aiayn.files import atomic_directory
+from aiayn.files import DestinationError, atomic_directory, write_failure
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 TRAINING_STATE_FILE = "trainer.json"  # only in training checkpoints, never replaced here
+SAVED_WITH = "aiayn_model_config"  # safetensors metadata: the ModelConfig of the weights
 FORMAT = "aiayn-model"
 FORMAT_VERSION = 1
 
@@ -29,10 +30,12 @@ class ModelLoadError(AiaynError):
 
 
 def write_model_files(directory: Path, model: nn.Module, cfg: ModelConfig) -> None:
-    """Write ``config.json`` and ``model.safetensors`` into an existing directory."""
+    """Write ``config.json`` and ``model.safetensors`` into an existing directory; the
+    weights carry the config they were saved with, checked when they are loaded."""
     config = {"format": FORMAT, "version": FORMAT_VERSION, "model": config_to_dict(cfg)}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
-    _save_safetensors(model, str(directory / WEIGHTS_FILE))
+    saved_with = {SAVED_WITH: json.dumps(config_to_dict(cfg), sort_keys=True)}
+    _save_safetensors(model, str(directory / WEIGHTS_FILE), metadata=saved_with)
 
 
 def save_model(
@@ -50,12 +53,18 @@ def save_model(
         replace: replace an existing model directory there. Nothing else is ever replaced:
             not a training checkpoint, not a directory aiayn did not write.
     """
-    with atomic_directory(
-        directory, replace=replace, replaceable=is_model_directory, what="model directory"
-    ) as tmp:
-        write_model_files(tmp, model, cfg)
-        for name, content in (assets or {}).items():
-            (tmp / name).write_bytes(content)
+    try:
+        with atomic_directory(
+            directory, replace=replace, replaceable=is_model_directory, what="model directory"
+        ) as tmp:
+            write_model_files(tmp, model, cfg)
+            for name, content in (assets or {}).items():
+                (tmp / name).write_bytes(content)
+    except (OSError, SafetensorError) as e:
+        reason = write_failure(e)
+        if reason is None:
+            raise
+        raise DestinationError(f"cannot save {directory}: {reason}") from None
     return Path(directory)
 
 
@@ -102,13 +111,16 @@ def load_model(
 
     cfg = read_model_config(directory)
     model = build_model(cfg, profile=profile)
-    load_weights(model, Path(directory) / WEIGHTS_FILE, device=device)
+    load_weights(model, Path(directory) / WEIGHTS_FILE, device=device, config=cfg)
     model.eval()
     return model, cfg
 
 
-def load_weights(model: nn.Module, path: Path, *, device: str = "cpu") -> None:
-    """Load a safetensors file into ``model``; every tensor must fit (tied weights allowed).
+def load_weights(
+    model: nn.Module, path: Path, *, device: str = "cpu", config: ModelConfig | None = None
+) -> None:
+    """Load a safetensors file into ``model``; every tensor must fit (tied weights allowed),
+    and with ``config``, the weights must have been saved with that architecture.
 
     Raises:
         ModelLoadError: the file is missing or corrupted, or does not match the model.
@@ -116,13 +128,39 @@ def load_weights(model: nn.Module, path: Path, *, device: str = "cpu") -> None:
     if not path.is_file():
         raise ModelLoadError(f"{path}: not found")
     try:
-        missing, unexpected = _load_safetensors(model, str(path), strict=False, device=device)
+        with safe_open(str(path), framework="pt") as f:
+            saved_with = (f.metadata() or {}).get(SAVED_WITH)
+            shapes = {name: list(f.get_slice(name).get_shape()) for name in f.keys()}  # noqa: SIM118
     except (SafetensorError, OSError) as e:
         raise ModelLoadError(f"{path}: corrupted or not a safetensors file ({e})") from None
-    except RuntimeError as e:
-        raise ModelLoadError(f"{path}: weights do not match {CONFIG_FILE}: {e}") from None
+    if config is not None and saved_with is not None:
+        _check_saved_with(path, json.loads(saved_with), config)
+    expected = {name: list(t.shape) for name, t in model.state_dict().items()}
+    for name, shape in shapes.items():
+        if name in expected and expected[name] != shape:
+            raise ModelLoadError(
+                f"{path}: {name} has shape {shape}, {CONFIG_FILE} makes it {expected[name]}"
+            )
+    try:
+        missing, unexpected = _load_safetensors(model, str(path), strict=False, device=device)
+    except (SafetensorError, OSError, RuntimeError) as e:
+        raise ModelLoadError(
+            f"{path}: cannot be loaded ({' '.join(str(e).split())[:200]})"
+        ) from None
     if missing or unexpected:
         raise ModelLoadError(
             f"{path}: weights do not match {CONFIG_FILE}: "
             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
         )
+
+
+def _check_saved_with(path: Path, saved: dict, config: ModelConfig) -> None:
+    """Refuse weights saved with another architecture than ``config.json`` now describes
+    (same shapes, other function: an activation or position layout edited by hand)."""
+    current = config_to_dict(config)
+    for name, value in current.items():
+        if name in saved and saved[name] != value:
+            raise ModelLoadError(
+                f"{path.parent / CONFIG_FILE}: model.{name} is {value!r}, but the weights "
+                f"were saved with {saved[name]!r}"
+            )

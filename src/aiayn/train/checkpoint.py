@@ -10,7 +10,6 @@ newest intact one. No pickle is used anywhere.
 
 from __future__ import annotations
 
-import errno
 import json
 import shutil
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from torch import nn
 
 from aiayn.config import ModelConfig
 from aiayn.errors import AiaynError
-from aiayn.files import atomic_directory, sha256_file
+from aiayn.files import atomic_directory, sha256_file, write_failure
 from aiayn.store.model_dir import (
     CONFIG_FILE,
     TRAINING_STATE_FILE,
@@ -89,8 +88,10 @@ def save_checkpoint(
             save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"meta": json.dumps(meta)})
             (tmp / TRAINER_FILE).write_text(json.dumps(trainer_state, indent=2))
             _write_checksums(tmp)
-    except OSError as e:
-        reason = "the disk is full" if e.errno == errno.ENOSPC else f"{e.strerror or e}"
+    except (OSError, SafetensorError) as e:
+        reason = write_failure(e)
+        if reason is None:
+            raise
         raise CheckpointError(
             f"cannot save {final}: {reason}; the previous checkpoints are intact"
         ) from None
@@ -107,12 +108,14 @@ def _write_checksums(directory: Path) -> None:
 
 def verify_checkpoint(path: Path) -> None:
     """Check that every file of the checkpoint is there with the size and checksum it was
-    saved with.
+    saved with (a checkpoint of aiayn 0.1, without ``checksums.json``, is not checked).
 
     Raises:
         CheckpointError: a file is missing, truncated or changed (named in the message).
     """
     sums_path = path / CHECKSUMS_FILE
+    if not sums_path.exists():
+        return
     try:
         sums = json.loads(sums_path.read_text())
     except (OSError, ValueError) as e:
@@ -129,18 +132,34 @@ def verify_checkpoint(path: Path) -> None:
             raise CheckpointError(f"{file}: changed since it was saved (checksum differs)")
 
 
-def newest_intact_checkpoint(
-    run_dir: str | Path, *, warn: Callable[[str], None] = lambda _: None
-) -> Path | None:
-    """The newest checkpoint that passes ``verify_checkpoint``; damaged newer ones are
-    skipped with a warning naming them."""
-    for path in reversed(list_checkpoints(run_dir)):
+def restore_newest(
+    run_dir: str | Path,
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    check: Callable[[Path], None] = lambda _: None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> tuple[Path, dict[str, Any]] | None:
+    """Restore the newest checkpoint that is intact (``verify_checkpoint``) and loads;
+    damaged newer ones are skipped with a warning naming them. ``check`` may refuse a
+    checkpoint (by raising) before it is loaded.
+
+    Returns:
+        Its path and trainer state, or None when the run has no checkpoint.
+
+    Raises:
+        CheckpointError: the run has checkpoints, and none is intact.
+    """
+    checkpoints = list_checkpoints(run_dir)
+    for path in reversed(checkpoints):
         try:
             verify_checkpoint(path)
+            check(path)
+            return path, load_checkpoint(path, model=model, optimizer=optimizer)
         except CheckpointError as e:
             warn(f"skipping damaged checkpoint {path.name}: {e}")
-            continue
-        return path
+    if checkpoints:
+        raise CheckpointError(f"{run_dir}: no intact checkpoint to resume from")
     return None
 
 

@@ -31,8 +31,7 @@ from aiayn.runtime import (
 from aiayn.store.model_dir import read_model_config, save_model
 from aiayn.train.checkpoint import (
     list_checkpoints,
-    load_checkpoint,
-    newest_intact_checkpoint,
+    restore_newest,
     save_checkpoint,
 )
 from aiayn.train.metrics import (
@@ -47,7 +46,7 @@ from aiayn.train.metrics import (
     SilentReporter,
 )
 from aiayn.train.optim import make_optimizer
-from aiayn.train.run_dir import RunLock, check_same_architecture
+from aiayn.train.run_dir import RunLock, check_run_directory, check_same_architecture
 from aiayn.train.schedule import learning_rate
 from aiayn.train.state import TrainerState, UpdateResult, Window
 from aiayn.train.tasks import make_task
@@ -83,6 +82,8 @@ class Trainer:
         if cfg.run.threads > 0:
             torch.set_num_threads(cfg.run.threads)
         self.dist: Distributed = distributed_from_env()
+        if self.dist.is_main:
+            check_run_directory(self.run_dir)
         self.lock = RunLock(self.run_dir) if self.dist.is_main else None
         try:
             self._set_up(resume)
@@ -93,7 +94,9 @@ class Trainer:
     def _set_up(self, resume: bool) -> None:
         cfg = self.cfg
         self.device = select_device(cfg.run.device, local_rank=self.dist.local_rank)
-        init_distributed(self.dist, self.device)
+        if cfg.run.precision == "fp16" and self.device.type != "cuda":
+            raise TrainingError('fp16 needs a GPU; use precision = "bf16" on CPU')
+        init_distributed(self.dist, self.device, timeout_minutes=cfg.run.dist_timeout_minutes)
         self.task = make_task(cfg, self.dist, self.device)
         self.model_cfg = self.task.model_config(cfg.model)
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
@@ -137,19 +140,27 @@ class Trainer:
             )
         if resume:
             self._resume()
+        if self.state.update == 0:  # a fresh run reads its whole dataset once
+            self.task.verify_data()
         if self.dist.is_main:
             resolved = json.dumps(config_to_dict(self.cfg), indent=2)
             (self.run_dir / "config.json").write_text(resolved)
 
     def _resume(self) -> None:
-        path = newest_intact_checkpoint(self.run_dir, warn=self.log)
-        if path is None:
-            if list_checkpoints(self.run_dir):
-                raise TrainingError(f"{self.run_dir}: no intact checkpoint to resume from")
+        def same_architecture(path: Path) -> None:
+            check_same_architecture(read_model_config(path), self.model_cfg, where=self.run_dir)
+
+        restored = restore_newest(
+            self.run_dir,
+            model=self.model,
+            optimizer=self.optimizer,
+            check=same_architecture,
+            warn=self.log,
+        )
+        if restored is None:
             self.log(f"no checkpoint in {self.run_dir}: starting from scratch")
             return
-        check_same_architecture(read_model_config(path), self.model_cfg, where=self.run_dir)
-        saved = load_checkpoint(path, model=self.model, optimizer=self.optimizer)
+        path, saved = restored
         self.state = TrainerState.restored(saved, valid_bleu=self.cfg.run.valid_bleu)
         self.task.load_data_state(self.state.data)
         self.log(f"resumed from {path} (update {self.state.update})")

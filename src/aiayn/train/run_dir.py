@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import os
 from pathlib import Path
 from typing import IO
@@ -53,6 +54,45 @@ class RunLock:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
             self._file = None
+
+
+RUN_FILES = ("checkpoints", "metrics.jsonl", "config.json", "best", "tensorboard", LOCK_FILE)
+
+
+def check_run_directory(run_dir: Path) -> None:
+    """Refuse a ``run.dir`` that holds files aiayn did not write (a run writes its config,
+    logs and checkpoints there, and would overwrite a ``config.json`` of someone else's).
+
+    Raises:
+        RunDirectoryError: naming what is in the way.
+    """
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise RunDirectoryError(f"run.dir {run_dir}: exists and is not a directory")
+    foreign = sorted(p.name for p in run_dir.iterdir() if not _ours(p.name))
+    config = run_dir / "config.json"
+    if not foreign and config.is_file() and not _is_run_config(config):
+        foreign = ["config.json"]
+    if foreign:
+        raise RunDirectoryError(
+            f"run.dir {run_dir}: holds files aiayn did not write ({', '.join(foreign[:3])}); "
+            "choose another run.dir"
+        )
+
+
+def _ours(name: str) -> bool:
+    """A file a run writes, or the temporary name of one being written."""
+    return name in RUN_FILES or any(
+        name.startswith(f".{ours}.{kind}-") for ours in RUN_FILES for kind in ("tmp", "old")
+    )
+
+
+def _is_run_config(path: Path) -> bool:
+    try:
+        return set(json.loads(path.read_text())) >= {"model", "data", "optim", "run"}
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def check_same_architecture(saved: ModelConfig, current: ModelConfig, *, where: Path) -> None:

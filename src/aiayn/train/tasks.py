@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from aiayn import masks
 from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
-from aiayn.data import Batch, BatchIterator, TokenBatchSampler, collate, load_prepared
+from aiayn.data import Batch, BatchIterator, CorpusError, TokenBatchSampler, collate, load_prepared
 from aiayn.data.lm import load_lm_data, random_blocks, sequential_blocks
 from aiayn.data.tokenizer import (
     TOKENIZER_FILE,
@@ -49,6 +49,10 @@ class Task(Protocol):
 
     def load_data_state(self, state: dict[str, int]) -> None: ...
 
+    def verify_data(self) -> None:
+        """Read the whole dataset and check it against its manifest's checksums."""
+        ...
+
     @property
     def epoch(self) -> int: ...
 
@@ -77,16 +81,36 @@ class TranslationTask:
         )
 
     def model_config(self, model: ModelConfig) -> ModelConfig:
+        if not model.is_encoder_decoder:
+            raise ConfigError(
+                'task "translation" needs an encoder: set model.n_encoder_layers >= 1 '
+                '(a decoder-only model is task = "lm")'
+            )
         sizes = self.data.manifest["vocab"]["sizes"]
         if model.share_embeddings and sizes["src"] != sizes["tgt"]:
             model = replace(model, share_embeddings=False)
         return model.with_vocab(sizes["src"], sizes["tgt"])
 
     def next_batch(self) -> Batch:
-        return next(self.train).to(self.device)
+        return self._checked(next(self.train)).to(self.device)
 
     def valid_batches(self) -> list[Batch]:
-        return [collate(self.valid, b).to(self.device) for b in self._valid_sampler.batches(0)]
+        batches = self._valid_sampler.batches(0)
+        return [self._checked(collate(self.valid, b)).to(self.device) for b in batches]
+
+    def verify_data(self) -> None:
+        self.data.verify()
+
+    def _checked(self, batch: Batch) -> Batch:
+        """``batch``, unless it holds ids outside the vocabularies (a damaged dataset)."""
+        sizes = self.data.manifest["vocab"]["sizes"]
+        for side, ids in (("src", batch.src), ("tgt", batch.tgt_out)):
+            if int(ids.max()) >= sizes[side]:
+                raise CorpusError(
+                    f"{self.data.directory}: id {int(ids.max())} in the {side} of a batch, "
+                    f"beyond the vocabulary of {sizes[side]}: the dataset is damaged"
+                )
+        return batch
 
     def loss_module(self, model: nn.Module, *, epsilon: float) -> nn.Module:
         return TranslationLoss(model, epsilon=epsilon)
@@ -226,6 +250,9 @@ class LanguageModelTask:
 
     def load_data_state(self, state: dict[str, int]) -> None:
         self.position = int(state["position"])
+
+    def verify_data(self) -> None:
+        self.data.verify()
 
     @property
     def epoch(self) -> int:
