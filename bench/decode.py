@@ -1,18 +1,25 @@
 """Decoding speed, side by side: aiayn (KV cache), Hugging Face Marian, CTranslate2 and a
 no-cache loop.
 
-    python bench/decode.py [--sizes tiny base] [--repeats 3] [--rounds 3]
+    python bench/decode.py [--sizes tiny base marian] [--repeats 3] [--rounds 3]
 
-Sentences per second for greedy search and beam 5 on a batch of 64 sentences of 15 source
-tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is held back
-until the last step), random weights of the same dimensions, vocabulary 10,000, 2 threads.
-Each system runs in its own process; the allocator is named in every row. Medians of
-``--repeats`` timed runs per process, then over ``--rounds`` passes through all the rows
-(on a shared machine, a slow spell then falls on every system alike).
-"aiayn bf16" decodes under bfloat16 autocast (``aiayn translate --precision bf16``).
-CTranslate2 (``pip install ctranslate2``) decodes aiayn's own weights, exported by
-``ct2_export.py``; its greedy output is checked against aiayn's, token for token. Its process
-never imports torch.
+Sentences per second for greedy search and beam search on a batch of 64 sentences of 15
+source tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is
+held back until the last step), 2 threads. Each system runs in its own process; the
+allocator is named in every row. Medians of ``--repeats`` timed runs per process, then over
+``--rounds`` passes through all the rows (a slow spell of a shared machine falls on every
+system alike). "aiayn bf16" decodes under bfloat16 autocast (``--precision bf16``).
+
+- ``tiny`` and ``base``: random aiayn weights of those presets, vocabulary 10,000, beam 5.
+  CTranslate2 decodes the same weights (converted by ``aiayn.interop.ct2``, the code of
+  ``aiayn export ct2``); HF Marian is a random model of the same dimensions.
+- ``marian``: a random Hugging Face ``MarianMTModel`` of opus-mt-base shape (d_model 512,
+  6 + 6 layers, swish, [sin | cos] positions, vocabulary 58,101, an output bias), imported by
+  ``aiayn import marian`` and exported again by ``aiayn export ct2``: the three systems
+  decode the very same weights, beam 4 (opus-mt's).
+
+CTranslate2's greedy output is checked against aiayn's, token for token. Its process never
+imports torch.
 """
 
 from __future__ import annotations
@@ -27,85 +34,109 @@ from pathlib import Path
 from common import SIZES, VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
 
 SENTENCES, SRC_LEN, STEPS = 64, 15, 40
-RUNS = [  # (system, search, allocator)
-    ("aiayn", "greedy", "tuned"),
-    ("aiayn", "beam5", "tuned"),
-    ("aiayn", "beam5", "default"),
-    ("aiayn bf16", "greedy", "tuned"),
-    ("aiayn bf16", "beam5", "tuned"),
-    ("HF Marian", "greedy", "default"),
-    ("HF Marian", "beam5", "default"),
-    ("CTranslate2 float32", "greedy", "default"),
-    ("CTranslate2 float32", "beam5", "default"),
-    ("CTranslate2 int8", "greedy", "default"),
-    ("CTranslate2 int8", "beam5", "default"),
-    ("no-cache loop", "greedy", "tuned"),
+ALL_SIZES = (*SIZES, "marian")
+MARIAN_VOCAB = 58_101  # opus-mt-en-de's
+BEAM = {"tiny": 5, "base": 5, "marian": 4}
+SYSTEMS = [  # (system, allocator)
+    ("aiayn", "tuned"),
+    ("aiayn bf16", "tuned"),
+    ("HF Marian", "default"),
+    ("CTranslate2 float32", "default"),
+    ("CTranslate2 int8", "default"),
+    ("no-cache loop", "tuned"),
 ]
 
 
-def source():
+def searches(size: str) -> list[str]:
+    return ["greedy", f"beam{BEAM[size]}"]
+
+
+def vocab_size(size: str) -> int:
+    return MARIAN_VOCAB if size == "marian" else VOCAB
+
+
+def source(size: str):
+    """(B, S) source ids ending in EOS, avoiding the special ids."""
     import torch
 
     g = torch.Generator().manual_seed(0)
-    src = torch.randint(4, VOCAB, (SENTENCES, SRC_LEN), generator=g)
-    src[:, -1] = 3  # EOS
+    if size == "marian":  # EOS 0, UNK 1, PAD last
+        src = torch.randint(2, MARIAN_VOCAB - 1, (SENTENCES, SRC_LEN), generator=g)
+        src[:, -1] = 0
+    else:
+        src = torch.randint(4, VOCAB, (SENTENCES, SRC_LEN), generator=g)
+        src[:, -1] = 3
     return src
 
 
 class HoldEOS:
     """Wraps a step decoder so EOS is (almost) never chosen before the forced last step."""
 
-    def __init__(self, inner):
-        self.inner = inner
+    def __init__(self, inner, eos: int):
+        self.inner, self.eos = inner, eos
 
     def start(self, src):
         return self.inner.start(src)
 
     def step(self, tokens, state):
         log_probs, state = self.inner.step(tokens, state)
-        log_probs[:, 3] -= 1e4
+        log_probs[:, self.eos] -= 1e4
         return log_probs, state
 
     def reorder(self, state, index, *, sentences=None):
         return self.inner.reorder(state, index, sentences=sentences)
 
 
-def aiayn_model(size: str):
-    """The random-weight model every aiayn row and the CTranslate2 export use (seed 0)."""
+def aiayn_model(size: str, work: Path):
+    """The model every aiayn row and CTranslate2 decode: random for tiny and base (seed 0),
+    the imported Marian model otherwise."""
     import torch
 
     from aiayn.models import build_model
+    from aiayn.store import load_model
 
+    if size == "marian":
+        return load_model(work / "aiayn")[0]
     torch.manual_seed(0)
     return build_model(aiayn_config(size)).eval()
 
 
-def aiayn_runner(size: str, search: str, cached: bool, bf16: bool = False):
+def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, bf16: bool):
     import torch
 
     from aiayn.decode import beam_search, greedy_search, stepper_for
     from aiayn.decode.stepper import UncachedTransformerStepper
 
-    model = aiayn_model(size)
-    stepper = HoldEOS(stepper_for(model) if cached else UncachedTransformerStepper(model))
-    src = source()
+    model = aiayn_model(size, work)
+    inner = stepper_for(model) if cached else UncachedTransformerStepper(model)
+    stepper = HoldEOS(inner, model.specials.eos)
+    src = source(size)
 
     def run():
         with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
             if search == "greedy":
-                greedy_search(stepper, src, max_len=STEPS)
+                greedy_search(stepper, src, max_len=STEPS, specials=model.specials)
             else:
-                beam_search(stepper, src, beam=5, max_len_b=STEPS - SRC_LEN)
+                beam_search(
+                    stepper,
+                    src,
+                    beam=BEAM[size],
+                    max_len_b=STEPS - SRC_LEN,
+                    specials=model.specials,
+                )
 
     return run
 
 
-def marian_runner(size: str, search: str):
+def marian_runner(size: str, search: str, work: Path):
     import torch
+    from transformers import MarianMTModel
 
-    model = marian_model(size).eval()
-    src = source()
-    beams = 1 if search == "greedy" else 5
+    model = (
+        MarianMTModel.from_pretrained(work / "hf") if size == "marian" else marian_model(size)
+    ).eval()
+    src = source(size)
+    beams = 1 if search == "greedy" else BEAM[size]
 
     def run():
         with torch.inference_mode():
@@ -121,37 +152,102 @@ def marian_runner(size: str, search: str):
     return run
 
 
-def export_for_ct2(size: str, directory: str) -> dict:
-    """Export the aiayn model to ``directory``, with the source batch and aiayn's greedy output."""
+def placeholder_vocab(size: int) -> list[str]:
+    """Token names for a random model without a tokenizer: aiayn's special ids 0-3 under
+    CTranslate2's names, then ``t4``, ``t5``, ..."""
+    return ["<blank>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, size)]
+
+
+def prepare(size: str, work: Path) -> dict:
+    """Everything the rows of ``size`` share, written into ``work``: for ``marian``, the
+    Hugging Face model, its import and its CTranslate2 export; for the others, the
+    CTranslate2 conversion of the random aiayn model. Also aiayn's greedy output, which
+    CTranslate2's is checked against."""
     import torch
-    from ct2_export import export
 
     from aiayn.decode import greedy_search, stepper_for
 
     torch.set_num_threads(2)
-    model = aiayn_model(size)
-    export(model, directory)
-    src = source()
+    if size == "marian":
+        from aiayn.interop.ct2 import export_ct2
+        from aiayn.interop.marian import import_marian
+
+        write_marian(work / "hf")
+        import_marian(work / "hf", work / "aiayn")
+        export_ct2(work / "aiayn", work / "ct2")
+        model = aiayn_model(size, work)
+        vocab = json.loads((work / "hf" / "vocab.json").read_text())
+        vocab = sorted(vocab, key=vocab.get)
+    else:
+        from aiayn.interop.ct2 import convert
+
+        model = aiayn_model(size, work)
+        vocab = placeholder_vocab(VOCAB)
+        convert(model, vocab, vocab, str(work / "ct2"))
+    src = source(size)
     with torch.inference_mode():
-        out = greedy_search(HoldEOS(stepper_for(model)), src, max_len=STEPS)  # (B, T)
-    reference = {"source": src.tolist(), "aiayn_greedy": out[:, : STEPS - 1].tolist()}
-    Path(directory, "reference.json").write_text(json.dumps(reference))
-    return {"exported": directory}
+        stepper = HoldEOS(stepper_for(model), model.specials.eos)
+        out = greedy_search(stepper, src, max_len=STEPS, specials=model.specials)  # (B, T)
+    reference = {
+        "source": [[vocab[i] for i in row] for row in src[:, :-1].tolist()],  # CT2 adds EOS
+        "aiayn_greedy": [[vocab[i] for i in row] for row in out[:, : STEPS - 1].tolist()],
+    }
+    (work / "reference.json").write_text(json.dumps(reference))
+    return {"prepared": str(work)}
 
 
-def ct2_runner(search: str, compute_type: str, directory: str):
+def write_marian(directory: Path) -> None:
+    """A random MarianMTModel of opus-mt-base shape with Marian tokenizer files."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    from aiayn.data import train_sentencepiece
+
+    directory.mkdir(parents=True, exist_ok=True)
+    words = [f"w{i}" for i in range(3000)]
+    text = (" ".join(words[(i * 7 + j) % 3000] for j in range(12)) for i in range(3000))
+    train_sentencepiece(text, directory / "source.spm", vocab_size=2000)
+    (directory / "target.spm").write_bytes((directory / "source.spm").read_bytes())
+    tokens = ["</s>", "<unk>", *[f"▁w{i}" for i in range(MARIAN_VOCAB - 3)], "<pad>"]
+    (directory / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
+    config = MarianConfig(
+        vocab_size=MARIAN_VOCAB,
+        d_model=512,
+        encoder_layers=6,
+        decoder_layers=6,
+        encoder_attention_heads=8,
+        decoder_attention_heads=8,
+        encoder_ffn_dim=2048,
+        decoder_ffn_dim=2048,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=MARIAN_VOCAB - 1,
+        eos_token_id=0,
+        decoder_start_token_id=MARIAN_VOCAB - 1,
+        max_position_embeddings=512,
+    )
+    torch.manual_seed(0)
+    model = MarianMTModel(config)
+    with torch.no_grad():
+        model.final_logits_bias.normal_(0.0, 0.1)
+    model.save_pretrained(directory)
+
+
+def ct2_runner(search: str, compute_type: str, size: str, work: Path):
     """CTranslate2 on the exported model; returns the run and a check of its greedy output."""
     import ctranslate2
-    from ct2_export import vocab_tokens
 
-    reference = json.loads(Path(directory, "reference.json").read_text())
-    vocab = vocab_tokens(VOCAB)
-    batch = [[vocab[i] for i in row] for row in reference["source"]]
+    reference = json.loads((work / "reference.json").read_text())
+    batch = reference["source"]
     translator = ctranslate2.Translator(
-        directory, device="cpu", compute_type=compute_type, inter_threads=1, intra_threads=2
+        str(work / "ct2"),
+        device="cpu",
+        compute_type=compute_type,
+        inter_threads=1,
+        intra_threads=2,
     )
     options = dict(
-        beam_size=1 if search == "greedy" else 5,
+        beam_size=1 if search == "greedy" else BEAM[size],
         min_decoding_length=STEPS,
         max_decoding_length=STEPS,
         max_batch_size=SENTENCES,
@@ -163,17 +259,17 @@ def ct2_runner(search: str, compute_type: str, directory: str):
     def agreement() -> float:
         """The share of sentences whose first STEPS - 1 tokens equal aiayn's greedy ones."""
         results = translator.translate_batch(batch, **{**options, "beam_size": 1})
-        ours = [[vocab[i] for i in row] for row in reference["aiayn_greedy"]]
+        ours = reference["aiayn_greedy"]
         same = [r.hypotheses[0][: STEPS - 1] == o for r, o in zip(results, ours, strict=True)]
         return sum(same) / len(same)
 
     return run, agreement
 
 
-def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | None) -> dict:
+def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dict:
     extra = {}
     if system.startswith("CTranslate2"):
-        run, agreement = ct2_runner(search, system.split()[1], ct2_dir)
+        run, agreement = ct2_runner(search, system.split()[1], size, work)
         if search == "greedy":
             extra["same_as_aiayn"] = agreement()
     else:
@@ -182,11 +278,10 @@ def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | Non
         torch.set_num_threads(2)
         if system == "HF Marian":
             torch.manual_seed(0)
-            run = marian_runner(size, search)
+            run = marian_runner(size, search, work)
         else:
-            run = aiayn_runner(
-                size, search, cached=system != "no-cache loop", bf16=system == "aiayn bf16"
-            )
+            cached = system != "no-cache loop"
+            run = aiayn_runner(size, search, work, cached=cached, bf16=system == "aiayn bf16")
     run()  # warm-up
     times = []
     for _ in range(repeats):
@@ -198,37 +293,39 @@ def worker(system: str, size: str, search: str, repeats: int, ct2_dir: str | Non
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=SIZES)
+    parser.add_argument("--sizes", nargs="+", default=list(ALL_SIZES), choices=ALL_SIZES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1, help="passes over all the rows")
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
-    parser.add_argument("--export", nargs=2, metavar=("SIZE", "DIR"))
-    parser.add_argument("--ct2-dir")
+    parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
+    parser.add_argument("--work")
     args = parser.parse_args()
-    if args.export:
-        print(json.dumps(export_for_ct2(*args.export)))
+    if args.prepare:
+        print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     elif args.worker:
         system, size, search, allocator = args.worker
         set_up_allocator(allocator)
-        print(json.dumps(worker(system, size, search, args.repeats, args.ct2_dir)))
+        print(json.dumps(worker(system, size, search, args.repeats, Path(args.work))))
     else:
         for size in args.sizes:
-            with tempfile.TemporaryDirectory() as ct2_dir:
-                bench_size(size, args.repeats, args.rounds, ct2_dir)
+            with tempfile.TemporaryDirectory() as work:
+                bench_size(size, args.repeats, args.rounds, work)
 
 
-def bench_size(size: str, repeats: int, rounds: int, ct2_dir: str) -> None:
+def bench_size(size: str, repeats: int, rounds: int, work: str) -> None:
     """Every row once per round, so that a slow spell of a shared machine falls on all
     systems alike; each row's figure is the median over rounds."""
+    beam = BEAM[size]
     print(f"\n{size}: sentences/s, {SENTENCES} sentences, {STEPS} steps, 2 threads, medians")
-    exported = measure_in_subprocess(__file__, [], "tuned", ["--export", size, ct2_dir])
-    if isinstance(exported, str):
-        print(f"  CTranslate2 export failed: {exported}")
+    prepared = measure_in_subprocess(__file__, [], "tuned", ["--prepare", size, work])
+    if isinstance(prepared, str):
+        print(f"  preparation failed: {prepared}")
+        return
     rows = [
-        row
-        for row in RUNS
-        if not (row[0] == "no-cache loop" and size == "base")
-        and not (row[0].startswith("CTranslate2") and isinstance(exported, str))
+        (system, search, allocator)
+        for system, allocator in SYSTEMS
+        for search in searches(size)
+        if not (system == "no-cache loop" and (size != "tiny" or search != "greedy"))
     ]
     measured: dict[tuple[str, str, str], list[dict] | str] = {row: [] for row in rows}
     for _ in range(rounds):
@@ -238,7 +335,7 @@ def bench_size(size: str, repeats: int, rounds: int, ct2_dir: str) -> None:
                 __file__,
                 [system, size, search, allocator],
                 allocator,
-                ["--repeats", str(repeats), "--ct2-dir", ct2_dir],
+                ["--repeats", str(repeats), "--work", work],
             )
             if isinstance(result, str):
                 measured[row] = result
@@ -251,11 +348,11 @@ def bench_size(size: str, repeats: int, rounds: int, ct2_dir: str) -> None:
             print(f"  {system:20} {search:7} {allocator:9} {'failed':>8}  ({runs})")
             continue
         value = statistics.median(r["sentences_per_s"] for r in runs)
-        results.setdefault((system, search), value)
+        results[(system, search)] = value
         check = runs[0].get("same_as_aiayn")
         note = f"  greedy output equal to aiayn's: {check:.0%} of sentences" if check else ""
         print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
-    for search in ("greedy", "beam5"):
+    for search in ("greedy", f"beam{beam}"):
         for ours_name in ("aiayn", "aiayn bf16"):
             ours = results.get((ours_name, search))
             for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):

@@ -94,3 +94,22 @@ def tiny_dataset(tmp_path_factory) -> Path:
     )
     prepare(cfg, root / "data")
     return root / "data"
+
+
+@pytest.fixture(scope="session")
+def trained_model_dir(tiny_dataset, tmp_path_factory) -> Path:
+    """A tiny translator trained on ``tiny_dataset`` for 400 updates (it has learned to
+    reverse short sentences), as the model directory training writes."""
+    from aiayn.train import Trainer
+
+    from .train.conftest import tiny_train_config
+
+    run = tmp_path_factory.mktemp("trained") / "run"
+    cfg = tiny_train_config(
+        tiny_dataset,
+        run,
+        run={"max_updates": 400, "valid_every": 200, "save_every": 200},
+        model={"dropout": 0.0},
+    )
+    Trainer(cfg).train()
+    return run / "best"

@@ -2,8 +2,10 @@
 
 import json
 
-from aiayn.config_io import recipe_from_dict
+from aiayn.config_io import load_toml, recipe_from_dict
 from aiayn.pipeline import format_results, run_pipeline
+
+from .data.corpora import make_corpus
 
 
 def _smoke_recipe(tmp_path):
@@ -61,3 +63,30 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
 
     again = run_pipeline(recipe, work, corpus_from=multi30k_dir)
     assert again.updates == 90  # a finished run is reused, not retrained
+
+
+def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
+    """``dataset = "files"``: train, valid and test prefixes relative to the recipe."""
+    make_corpus(tmp_path / "corpus", train=400, gz=True)
+    recipe_file = tmp_path / "recipes" / "mine.toml"
+    recipe_file.parent.mkdir()
+    recipe_file.write_text(
+        "[pipeline]\n"
+        'dataset = "files"\nsrc_lang = "src"\ntgt_lang = "tgt"\n'
+        'train = "../corpus/train"\nvalid = "../corpus/valid"\ntest = ["../corpus/test"]\n'
+        "pretokenized = true\naverage_last = 2\nbeam = 2\n"
+        "[prepare]\nvocab_size = 60\n"
+        "[model]\nd_model = 32\nn_heads = 4\nd_ff = 64\nn_encoder_layers = 2\n"
+        "n_decoder_layers = 2\n"
+        '[optim]\nschedule = "inverse_sqrt"\nlr = 0.003\nwarmup_steps = 10\n'
+        "[run]\nmax_updates = 40\nsave_every = 20\nvalid_every = 40\nlog_every = 20\n"
+    )
+    recipe = recipe_from_dict(load_toml(str(recipe_file)))
+    work = tmp_path / "work"
+    result = run_pipeline(recipe, work, recipe_dir=recipe_file.parent)
+    [test] = result.tests
+    assert test.split == "test" and test.sentences == 30 and "tok:none" in test.bleu_signature
+    assert len((work / "results" / "test.tgt.hyp").read_text().splitlines()) == 30
+    manifest = json.loads((work / "data" / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["pairs"] == 400
+    assert run_pipeline(recipe, work, recipe_dir=recipe_file.parent).updates == 40  # resumable

@@ -44,6 +44,17 @@ def check_ranges(
                 raise ValueError(f"{name} must be {allowed}, got {value}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class SpecialIds:
+    """Ids with a role. aiayn's own vocabularies use 0-3; an imported model brings its own
+    (Marian: EOS 0, UNK 1, PAD V-1, and decoding starts from PAD)."""
+
+    pad: int = PAD_ID
+    unk: int = UNK_ID
+    bos: int = BOS_ID  # the decoder's first input
+    eos: int = EOS_ID
+
+
 Activation = Literal["relu", "gelu", "swish"]
 Positional = Literal["sinusoidal", "sinusoidal_concat", "learned"]
 
@@ -74,6 +85,8 @@ class ModelConfig:
     tie_output: bool = True  # pre-softmax projection = target embedding (§3.4)
     bias: bool = True  # biases in linear layers and LayerNorm
     layer_norm_eps: float = 1e-5
+    output_bias: bool = False  # a bias on the logits (Marian's final_logits_bias)
+    specials: SpecialIds = dataclasses.field(default_factory=SpecialIds)
 
     def __post_init__(self) -> None:
         check_ranges(
@@ -85,6 +98,14 @@ class ModelConfig:
         )
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.tgt_vocab_size and max(vars(self.specials).values()) >= self.tgt_vocab_size:
+            raise ValueError(
+                f"special ids {self.specials} beyond a vocabulary of {self.tgt_vocab_size}"
+            )
+        if self.src_vocab_size and self.specials.pad >= self.src_vocab_size:
+            raise ValueError(
+                f"pad id {self.specials.pad} beyond a vocabulary of {self.src_vocab_size}"
+            )
         if self.positional != "learned" and self.d_model % 2:
             raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
         one_vocab = self.src_vocab_size == self.tgt_vocab_size

@@ -51,9 +51,13 @@ def decoder_self_mask(tgt: Tensor, pad_id: int, *, offset: int = 0) -> Tensor:
         offset: cached length L.
 
     Returns:
-        (B, 1, T, L+T) bool. Cached keys count as real tokens.
+        (B, 1, T, L+T) bool. Cached keys count as real tokens, and so does position 0, the
+        decoder's start (which some models, Marian's, spell with the padding id).
     """
     causal = causal_mask(tgt.size(1), offset=offset, device=tgt.device)  # (1, 1, T, L+T)
     new_keys = padding_mask(tgt, pad_id)  # (B, 1, 1, T)
+    if offset == 0:
+        new_keys = new_keys.clone()
+        new_keys[..., 0] = True
     cached_keys = new_keys.new_ones(tgt.size(0), 1, 1, offset)  # (B, 1, 1, L)
     return causal & torch.cat([cached_keys, new_keys], dim=-1)  # (B, 1, T, L+T)

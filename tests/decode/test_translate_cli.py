@@ -12,17 +12,9 @@ from aiayn.train import Trainer
 from ..train.conftest import tiny_train_config
 
 
-@pytest.fixture(scope="module")
-def model_dir(tiny_dataset, tmp_path_factory):
-    run = tmp_path_factory.mktemp("translate") / "run"
-    cfg = tiny_train_config(
-        tiny_dataset,
-        run,
-        run={"max_updates": 400, "valid_every": 200, "save_every": 200},
-        model={"dropout": 0.0},
-    )
-    Trainer(cfg).train()
-    return run / "best"
+@pytest.fixture
+def model_dir(trained_model_dir):
+    return trained_model_dir
 
 
 def _lines(path):

@@ -37,7 +37,6 @@ def add_parsers(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from aiayn.config import EOS_ID
     from aiayn.decode import generate, load_language_model
     from aiayn.runtime import select_device
 
@@ -69,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         top_k=args.top_k,
         top_p=args.top_p,
         generator=generator,
-        stop_id=EOS_ID if args.stop_at_eos else None,
+        stop_id=model.specials.eos if args.stop_at_eos else None,
         use_cache=not args.no_cache,
         on_token=stream,
     )

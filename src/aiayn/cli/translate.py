@@ -54,6 +54,11 @@ def add_parsers(sub) -> None:
         help="inputs longer than this many subwords (EOS included) are truncated or refused",
     )
     t.add_argument("--on-long", choices=["truncate", "error"], default="truncate")
+    t.add_argument(
+        "--target-token",
+        metavar="TOKEN",
+        help="put this token (e.g. >>fra<< for a multilingual opus-mt model) before every line",
+    )
     t.add_argument("--ref", help="reference file: print BLEU and chrF after translating")
     t.add_argument(
         "--tokenized",
@@ -127,7 +132,7 @@ def run_translate(args: argparse.Namespace) -> int:
     if references is not None and len(references) != len(lines):
         raise UsageError(f"{args.ref} has {len(references)} lines, the input has {len(lines)}")
     start = time.perf_counter()
-    results = translator.translate(lines, options, warn=log)
+    results = translator.translate(lines, options, warn=log, target_token=args.target_token)
     seconds = time.perf_counter() - start
     text = "".join(_format(i, hyps, args.nbest) for i, hyps in enumerate(results))
     _write(args.output, text)

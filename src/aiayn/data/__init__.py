@@ -5,18 +5,20 @@ from aiayn.data.binarize import prepare
 from aiayn.data.corpus import CorpusError, read_lines, read_parallel
 from aiayn.data.dataset import ParallelData, ParallelSplit, load_prepared
 from aiayn.data.tokenizer import (
-    TOKENIZER_FILE,
     CharTokenizer,
     SentencePieceTokenizer,
     Tokenizer,
     TokenizerError,
+    load_tokenizer,
+    train_sentencepiece,
+)
+from aiayn.data.tokenizer_files import (
+    TOKENIZER_FILE,
     TokenizerInfo,
     describe_tokenizers,
-    load_tokenizer,
     load_tokenizers,
     read_tokenizer_info,
     tokenizer_info_json,
-    train_sentencepiece,
 )
 
 __all__ = [

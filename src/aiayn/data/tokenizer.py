@@ -6,15 +6,13 @@ import io
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 import sentencepiece as spm
 
-from aiayn.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, UNK_ID, ModelConfig
+from aiayn.config import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, UNK_ID
 from aiayn.errors import AiaynError
-from aiayn.files import sha256_file
 
 SubwordModel = Literal["bpe", "unigram"]
 
@@ -34,6 +32,8 @@ class Tokenizer(Protocol):
     def decode(self, ids: Sequence[int]) -> str: ...
 
     def pieces(self, ids: Sequence[int]) -> list[str]: ...
+
+    def piece_id(self, piece: str) -> int | None: ...
 
 
 class SentencePieceTokenizer:
@@ -63,6 +63,11 @@ class SentencePieceTokenizer:
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
         return [self._sp.id_to_piece(int(i)) for i in ids]
+
+    def piece_id(self, piece: str) -> int | None:
+        """The id of one whole piece, or None when the vocabulary lacks it."""
+        i = self._sp.piece_to_id(piece)
+        return None if i == UNK_ID and piece != SPECIAL_PIECES["unk"] else i
 
 
 def train_sentencepiece(
@@ -182,6 +187,9 @@ class CharTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         return "".join(self.chars[i - 4] for i in map(int, ids) if i >= 4)
 
+    def piece_id(self, piece: str) -> int | None:
+        return self._ids.get(piece)
+
     def pieces(self, ids: Sequence[int]) -> list[str]:
         names = {PAD_ID: "<pad>", UNK_ID: "<unk>", BOS_ID: "<s>", EOS_ID: "</s>"}
         return [names.get(i, self.chars[i - 4] if i >= 4 else "?") for i in map(int, ids)]
@@ -195,134 +203,3 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     if path.suffix == ".json":
         return CharTokenizer.load(path)
     return SentencePieceTokenizer(path)
-
-
-TOKENIZER_FILE = "tokenizer.json"  # in a model directory: which tokenizer files it uses
-TokenizerKind = Literal["sentencepiece", "char"]
-
-
-@dataclass(frozen=True)
-class TokenizerInfo:
-    """``tokenizer.json`` of a model directory: the tokenizer files the model was trained
-    with, their vocabulary sizes and SHA-256 sums (checked when loaded), and the languages.
-
-    A language model has one tokenizer: ``src_file == tgt_file``.
-    """
-
-    kind: TokenizerKind
-    src_file: str
-    tgt_file: str
-    src_vocab_size: int
-    tgt_vocab_size: int
-    sha256: dict[str, str]  # file name -> digest
-    src_lang: str = ""
-    tgt_lang: str = ""
-    pretokenized: bool = False  # the training text was tokenised (BLEU on tokens)
-
-    @property
-    def files(self) -> list[str]:
-        return sorted({self.src_file, self.tgt_file})
-
-
-def describe_tokenizers(
-    directory: Path,
-    src_file: str,
-    tgt_file: str,
-    *,
-    src_lang: str = "",
-    tgt_lang: str = "",
-    pretokenized: bool = False,
-) -> TokenizerInfo:
-    """The ``TokenizerInfo`` of tokenizer files in ``directory``."""
-    src, tgt = load_tokenizer(directory / src_file), load_tokenizer(directory / tgt_file)
-    kinds = {type(t) for t in (src, tgt)}
-    return TokenizerInfo(
-        kind="char" if kinds == {CharTokenizer} else "sentencepiece",
-        src_file=src_file,
-        tgt_file=tgt_file,
-        src_vocab_size=src.vocab_size,
-        tgt_vocab_size=tgt.vocab_size,
-        sha256={name: sha256_file(directory / name) for name in sorted({src_file, tgt_file})},
-        src_lang=src_lang,
-        tgt_lang=tgt_lang,
-        pretokenized=pretokenized,
-    )
-
-
-def tokenizer_info_json(info: TokenizerInfo) -> str:
-    return json.dumps(asdict(info), indent=2) + "\n"
-
-
-def read_tokenizer_info(directory: str | Path) -> TokenizerInfo:
-    """The ``tokenizer.json`` of a model directory.
-
-    Raises:
-        TokenizerError: missing, not JSON, or without the fields of the schema.
-    """
-    path = Path(directory) / TOKENIZER_FILE
-    if not path.is_file():
-        raise TokenizerError(f"{path}: missing (the model directory has no tokenizer)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise TypeError("expected a JSON object")
-        if "kind" not in data:
-            return _upgraded(Path(directory), data)
-        return TokenizerInfo(**data)
-    except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as e:
-        raise TokenizerError(f"{path}: not a valid {TOKENIZER_FILE} ({e})") from None
-
-
-def _upgraded(directory: Path, old: dict) -> TokenizerInfo:
-    """The description written by aiayn 0.1 (without sizes and checksums, which are taken
-    from the files as they are now)."""
-    if old.get("task") == "lm":
-        return describe_tokenizers(directory, old["file"], old["file"])
-    return describe_tokenizers(
-        directory,
-        old["src"],
-        old["tgt"],
-        src_lang=old.get("src_lang", ""),
-        tgt_lang=old.get("tgt_lang", ""),
-        pretokenized=bool(old.get("pretokenized")),
-    )
-
-
-def load_tokenizers(directory: str | Path) -> tuple[Tokenizer, Tokenizer, TokenizerInfo]:
-    """Source and target tokenizers of a model directory (one object when they share a
-    file), checked against the sizes and checksums ``tokenizer.json`` recorded.
-
-    Raises:
-        TokenizerError: a file is missing or differs from the one the model was trained with.
-    """
-    directory = Path(directory)
-    info = read_tokenizer_info(directory)
-    for name in info.files:
-        path = directory / name
-        if not path.is_file():
-            raise TokenizerError(f"{path}: missing (named in {TOKENIZER_FILE})")
-        if sha256_file(path) != info.sha256.get(name):
-            raise TokenizerError(
-                f"{path}: differs from the tokenizer this model was trained with "
-                f"(its checksum does not match {TOKENIZER_FILE})"
-            )
-    src = load_tokenizer(directory / info.src_file)
-    tgt = src if info.tgt_file == info.src_file else load_tokenizer(directory / info.tgt_file)
-    return src, tgt, info
-
-
-def check_vocabularies(directory: str | Path, info: TokenizerInfo, model: ModelConfig) -> None:
-    """Refuse tokenizers whose vocabulary sizes are not the model's.
-
-    Raises:
-        TokenizerError: naming both sizes.
-    """
-    pairs = [("target", info.tgt_vocab_size, model.tgt_vocab_size)]
-    if model.is_encoder_decoder:
-        pairs.insert(0, ("source", info.src_vocab_size, model.src_vocab_size))
-    for side, tokenizer_size, model_size in pairs:
-        if tokenizer_size != model_size:
-            raise TokenizerError(
-                f"{directory}: the {side} tokenizer has {tokenizer_size} pieces, the model's "
-                f"vocabulary {model_size}"
-            )

@@ -19,11 +19,12 @@ from torch import Tensor
 
 from aiayn.accel import DEFAULT_PROFILE
 from aiayn.accel.topk import row_topk
-from aiayn.config import BOS_ID, EOS_ID, PAD_ID
+from aiayn.config import SpecialIds
 from aiayn.decode.specials import forbid_specials
 from aiayn.decode.stepper import StepDecoder
 
 NEG_INF = float("-inf")
+DEFAULT_SPECIALS = SpecialIds()
 TopK = Callable[[Tensor, int], tuple[Tensor, Tensor]]
 
 
@@ -60,6 +61,7 @@ def beam_search(
     max_len_b: int = 50,
     nbest: int = 1,
     profile: str = DEFAULT_PROFILE,
+    specials: SpecialIds = DEFAULT_SPECIALS,
 ) -> list[list[Hypothesis]]:
     """The ``nbest`` highest-scoring translations of each source sentence.
 
@@ -72,6 +74,7 @@ def beam_search(
         nbest: how many finished hypotheses to return per sentence (at most ``beam``).
         profile: ``reference`` picks each row's candidates with ``torch.topk``; ``fast``
             with ``aiayn.accel.topk.row_topk`` (the same values).
+        specials: the ids of PAD, BOS (the first input) and EOS.
 
     Returns:
         For each sentence, ``nbest`` hypotheses, best first.
@@ -83,21 +86,23 @@ def beam_search(
     topk = TOPK[profile]
     device = src.device
     b, k = src.size(0), beam
-    max_len = (src != PAD_ID).sum(dim=1) + max_len_b  # (B,)
+    max_len = (src != specials.pad).sum(dim=1) + max_len_b  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)  # one beam per sentence at the start: K would be duplicates
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
-    tokens = torch.full((b, 1), BOS_ID, dtype=torch.long, device=device)  # (A·W, 1)
+    tokens = torch.full((b, 1), specials.bos, dtype=torch.long, device=device)  # (A·W, 1)
     alive = torch.zeros((b, 1), device=device)  # (A, W): W = 1 beam now, K after the first step
-    pool = _Pool(b, k, longest + 2, device)
+    pool = _Pool(b, k, longest + 2, device, specials)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        _restrict(log_probs, at_max=(step + 1 >= max_len[active]).repeat_interleave(width))
+        at_max = (step + 1 >= max_len[active]).repeat_interleave(width)
+        _restrict(log_probs, at_max=at_max, specials=specials)
         top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k, topk)  # (A,2K)
-        is_eos = top_token == EOS_ID
+        is_eos = top_token == specials.eos
         finished = is_eos & torch.isfinite(top_logp)
+        finished[:, k:] = False  # as fairseq and HF: only EOS among the K best ends a beam
         if finished.any():
             prefixes = tokens.view(a, width, -1).gather(
                 1, top_beam[:, :, None].expand(-1, -1, tokens.size(1))
@@ -144,22 +149,23 @@ def _best_extensions(
     return top_logp, top_index // n, top_token
 
 
-def _restrict(log_probs: Tensor, *, at_max: Tensor) -> None:
+def _restrict(log_probs: Tensor, *, at_max: Tensor, specials: SpecialIds) -> None:
     """Never emit PAD or BOS; rows that reached their maximum length may only emit EOS."""
-    forbid_specials(log_probs)
+    forbid_specials(log_probs, specials)
     if at_max.any():
-        eos = log_probs[at_max, EOS_ID].clone()
+        eos = log_probs[at_max, specials.eos].clone()
         log_probs[at_max] = NEG_INF
-        log_probs[at_max, EOS_ID] = eos
+        log_probs[at_max, specials.eos] = eos
 
 
 class _Pool:
     """The K best finished hypotheses of each sentence, as tensors."""
 
-    def __init__(self, b: int, k: int, width: int, device: torch.device):
+    def __init__(self, b: int, k: int, width: int, device: torch.device, specials: SpecialIds):
+        self.specials = specials
         self.scores = torch.full((b, k), NEG_INF, device=device)  # (B, K), sorted descending
         self.log_probs = torch.full((b, k), NEG_INF, device=device)  # (B, K)
-        self.tokens = torch.full((b, k, width), PAD_ID, dtype=torch.long, device=device)
+        self.tokens = torch.full((b, k, width), specials.pad, dtype=torch.long, device=device)
         self.lengths = torch.zeros((b, k), dtype=torch.long, device=device)  # with EOS
 
     def add(
@@ -184,10 +190,10 @@ class _Pool:
         a, c, _ = prefixes.shape
         scores = (log_probs / length_penalty(length, alpha)).masked_fill(~finished, NEG_INF)
         tokens = torch.full(
-            (a, c, self.tokens.size(2)), PAD_ID, dtype=torch.long, device=prefixes.device
+            (a, c, self.tokens.size(2)), self.specials.pad, dtype=torch.long, device=prefixes.device
         )  # (A, 2K, width)
         tokens[:, :, :length] = prefixes
-        tokens[:, :, length] = EOS_ID
+        tokens[:, :, length] = self.specials.eos
         k = self.scores.size(1)
         all_scores = torch.cat([self.scores[sentences], scores], dim=1)  # (A, 3K)
         best, keep = all_scores.topk(k, dim=1)  # (A, K)

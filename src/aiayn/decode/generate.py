@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from aiayn.accel import DEFAULT_PROFILE
-from aiayn.data.tokenizer import Tokenizer, check_vocabularies, load_tokenizers
+from aiayn.data.tokenizer import Tokenizer
+from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.sampling import sample_next
 from aiayn.models.lm import TransformerLM
 from aiayn.modules import KVCache

@@ -8,15 +8,22 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from aiayn.config import BOS_ID, EOS_ID, PAD_ID
+from aiayn.config import SpecialIds
 from aiayn.decode.specials import forbid_specials
 from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
 
+DEFAULT_SPECIALS = SpecialIds()
+
 
 @torch.inference_mode()
 def greedy_search(
-    decoder: StepDecoder, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
+    decoder: StepDecoder,
+    src: Tensor,
+    *,
+    max_len_b: int = 50,
+    max_len: int | None = None,
+    specials: SpecialIds = DEFAULT_SPECIALS,
 ) -> Tensor:
     """Decode each sentence until it emits EOS or reaches its maximum length.
 
@@ -25,28 +32,30 @@ def greedy_search(
         src: (B, S) source ids, right-padded with PAD.
         max_len_b: outputs are at most (source length + ``max_len_b``) tokens, EOS included.
         max_len: a fixed maximum instead, for every sentence.
+        specials: the ids of PAD (never emitted, fills ended rows), BOS (the first input,
+            never emitted) and EOS.
 
     Returns:
         (B, T) output ids without BOS; each row ends with EOS, then PAD.
     """
     b = src.size(0)
     limit = (
-        (src != PAD_ID).sum(dim=1) + max_len_b
+        (src != specials.pad).sum(dim=1) + max_len_b
         if max_len is None
         else torch.full((b,), max_len, device=src.device)
     )  # (B,)
     state = decoder.start(src)
-    token = torch.full((b, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
+    token = torch.full((b, 1), specials.bos, dtype=torch.long, device=src.device)  # (B, 1)
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []
     for step in range(int(limit.max())):
         log_probs, state = decoder.step(token, state)  # (B, V)
-        forbid_specials(log_probs)
+        forbid_specials(log_probs, specials)
         token = log_probs.argmax(dim=-1, keepdim=True)  # (B, 1)
-        token = token.masked_fill((step + 1 >= limit)[:, None], EOS_ID)
-        token = token.masked_fill(finished[:, None], PAD_ID)
+        token = token.masked_fill((step + 1 >= limit)[:, None], specials.eos)
+        token = token.masked_fill(finished[:, None], specials.pad)
         out.append(token)
-        finished |= token.squeeze(1) == EOS_ID
+        finished |= token.squeeze(1) == specials.eos
         if finished.all():
             break
     return torch.cat(out, dim=1)  # (B, T)
@@ -56,4 +65,6 @@ def greedy_decode(
     model: Transformer, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
 ) -> Tensor:
     """``greedy_search`` through a Transformer's KV cache."""
-    return greedy_search(stepper_for(model), src, max_len_b=max_len_b, max_len=max_len)
+    return greedy_search(
+        stepper_for(model), src, max_len_b=max_len_b, max_len=max_len, specials=model.specials
+    )

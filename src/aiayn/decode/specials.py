@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from aiayn.config import BOS_ID, PAD_ID
-
-NEVER_EMITTED = (PAD_ID, BOS_ID)
+from aiayn.config import SpecialIds
 
 
-def forbid_specials(log_probs: Tensor) -> None:
+def forbid_specials(log_probs: Tensor, specials: SpecialIds) -> None:
     """Set the (N, V) log-probabilities of the never-emitted tokens to -inf, in place."""
-    for token in NEVER_EMITTED:
-        log_probs[:, token] = float("-inf")
+    log_probs[:, specials.pad] = float("-inf")
+    if specials.bos != specials.pad:
+        log_probs[:, specials.bos] = float("-inf")

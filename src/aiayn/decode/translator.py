@@ -10,8 +10,8 @@ from typing import Literal
 import torch
 
 from aiayn.accel import DEFAULT_PROFILE
-from aiayn.config import EOS_ID, PAD_ID
-from aiayn.data.tokenizer import Tokenizer, check_vocabularies, load_tokenizers
+from aiayn.data.tokenizer import Tokenizer
+from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.beam import beam_search
 from aiayn.decode.greedy import greedy_search
 from aiayn.decode.stepper import TransformerStepper, stepper_for
@@ -71,6 +71,20 @@ class Translator:
         check_vocabularies(directory, info, cfg)
         return cls(model, src, tgt, pretokenized=info.pretokenized)
 
+    def token_id(self, token: str) -> int:
+        """The source vocabulary's id of one whole token.
+
+        Raises:
+            TranslationError: the vocabulary does not have it (the message lists a few
+                target-language tokens it has, if any).
+        """
+        found = self.src_tokenizer.piece_id(token)
+        if found is not None:
+            return found
+        known = [p for p in getattr(self.src_tokenizer, "ids", {}) if p.startswith(">>")]
+        hint = f"; it has {', '.join(sorted(known)[:8])}" if known else ""
+        raise TranslationError(f"the model's vocabulary has no token {token!r}{hint}")
+
     def check(self, options: SearchOptions) -> None:
         """Refuse options this model cannot decode with, before any work.
 
@@ -94,14 +108,19 @@ class Translator:
         options: SearchOptions = SearchOptions(),
         *,
         warn: Callable[[str], None] = lambda _: None,
+        target_token: str | None = None,
     ) -> list[list[Translation]]:
         """The ``options.nbest`` translations of every line, in input order.
 
         Empty lines give one empty translation. Lines longer than ``max_src_len`` subwords
-        are truncated with a warning, or refused, by ``options.on_long``.
+        are truncated with a warning, or refused, by ``options.on_long``. A ``target_token``
+        (a multilingual model's ``>>fra<<``) goes before every non-empty line.
         """
         texts = [line.strip() for line in lines]
         ids = self.src_tokenizer.encode(texts)
+        if target_token is not None:
+            prefix = self.token_id(target_token)
+            ids = [[prefix, *row] if row else row for row in ids]
         ids = [self._fit(i, row, options, warn) for i, row in enumerate(ids)]
         return self.translate_ids(ids, options)
 
@@ -116,7 +135,8 @@ class Translator:
         lengths = [len(row) + 1 for row in sources]
         stepper = stepper_for(self.model)  # packs the output projection once
         for batch in _length_batches(todo, lengths, options.batch_tokens):
-            src = _pad([[*sources[i], EOS_ID] for i in batch]).to(self.device)
+            eos, pad = self.model.specials.eos, self.model.specials.pad
+            src = _pad([[*sources[i], eos] for i in batch], pad).to(self.device)
             for i, hyps in zip(batch, self._search(stepper, src, options), strict=True):
                 results[i] = hyps
         return results
@@ -141,8 +161,9 @@ class Translator:
         self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
     ) -> list[list[Translation]]:
         if options.beam == 1:
-            out = greedy_search(stepper, src, max_len_b=options.max_len_b).tolist()
-            return [[self._translation(_until_eos(row), 0.0)] for row in out]
+            specials = self.model.specials
+            out = greedy_search(stepper, src, max_len_b=options.max_len_b, specials=specials)
+            return [[self._translation(_until(specials.eos, row), 0.0)] for row in out.tolist()]
         found = beam_search(
             stepper,
             src,
@@ -151,6 +172,7 @@ class Translator:
             max_len_b=options.max_len_b,
             nbest=options.nbest,
             profile=self.model.profile.name,
+            specials=self.model.specials,
         )
         return [[self._translation(h.tokens, h.score) for h in hyps] for hyps in found]
 
@@ -158,8 +180,8 @@ class Translator:
         return Translation(self.tgt_tokenizer.decode(tokens), score, tokens)
 
 
-def _until_eos(row: list[int]) -> list[int]:
-    return row[: row.index(EOS_ID)] if EOS_ID in row else row
+def _until(eos: int, row: list[int]) -> list[int]:
+    return row[: row.index(eos)] if eos in row else row
 
 
 def _length_batches(indices: list[int], lengths: list[int], batch_tokens: int) -> list[list[int]]:
@@ -176,6 +198,6 @@ def _length_batches(indices: list[int], lengths: list[int], batch_tokens: int) -
     return batches
 
 
-def _pad(rows: list[list[int]]) -> torch.Tensor:
+def _pad(rows: list[list[int]], pad: int) -> torch.Tensor:
     width = max(len(r) for r in rows)
-    return torch.tensor([[*r] + [PAD_ID] * (width - len(r)) for r in rows], dtype=torch.long)
+    return torch.tensor([[*r] + [pad] * (width - len(r)) for r in rows], dtype=torch.long)

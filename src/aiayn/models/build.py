@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from aiayn.accel import DEFAULT_PROFILE, Profile, get_profile
-from aiayn.config import PAD_ID, ModelConfig
+from aiayn.config import ModelConfig
 from aiayn.models.lm import TransformerLM
 from aiayn.models.transformer import Decoder, EmbeddingWithPositions, Encoder, Transformer
 from aiayn.modules import (
@@ -36,7 +36,8 @@ def build_model(cfg: ModelConfig, *, profile: str = DEFAULT_PROFILE) -> Transfor
     if cfg.tgt_vocab_size <= 0 or (cfg.is_encoder_decoder and cfg.src_vocab_size <= 0):
         raise ValueError("set the vocabulary sizes (ModelConfig.with_vocab)")
     parts = _Parts(cfg, get_profile(profile))
-    tgt_tokens = TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+    pad = cfg.specials.pad
+    tgt_tokens = TokenEmbedding(vocab_size=cfg.tgt_vocab_size, d_model=cfg.d_model, pad_id=pad)
     decoder = Decoder(
         layers=[
             parts.decoder_layer(cross=cfg.is_encoder_decoder) for _ in range(cfg.n_decoder_layers)
@@ -49,13 +50,14 @@ def build_model(cfg: ModelConfig, *, profile: str = DEFAULT_PROFILE) -> Transfor
             decoder=decoder,
             output=parts.output(tgt_tokens),
             max_context=cfg.max_positions if cfg.positional == "learned" else None,
+            specials=cfg.specials,
             profile=parts.profile,
         )
     else:
         src_tokens = (
             tgt_tokens
             if cfg.share_embeddings
-            else TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=PAD_ID)
+            else TokenEmbedding(vocab_size=cfg.src_vocab_size, d_model=cfg.d_model, pad_id=pad)
         )
         model = Transformer(
             src_embed=parts.embed(src_tokens),
@@ -66,7 +68,7 @@ def build_model(cfg: ModelConfig, *, profile: str = DEFAULT_PROFILE) -> Transfor
             ),
             decoder=decoder,
             output=parts.output(tgt_tokens),
-            pad_id=PAD_ID,
+            specials=cfg.specials,
             profile=parts.profile,
         )
     init_weights(model, d_model=cfg.d_model)
@@ -115,6 +117,7 @@ class _Parts:
             d_model=cfg.d_model,
             vocab_size=cfg.tgt_vocab_size,
             tied_to=tgt_tokens if cfg.tie_output else None,
+            bias=cfg.output_bias,
         )
 
     def final_norm(self) -> nn.LayerNorm | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from aiayn.accel import Profile
+from aiayn.config import SpecialIds
 from aiayn.models.transformer import Decoded, Decoder, EmbeddingWithPositions
 from aiayn.modules import KVCache, OutputProjection
 
@@ -23,6 +24,7 @@ class TransformerLM(nn.Module):
         decoder: Decoder,
         output: OutputProjection,
         max_context: int | None,
+        specials: SpecialIds,
         profile: Profile,
     ):
         super().__init__()
@@ -30,6 +32,7 @@ class TransformerLM(nn.Module):
         self.decoder = decoder
         self.output = output
         self.max_context = max_context  # None: any length (sinusoidal positions)
+        self.specials = specials
         self.profile = profile
 
     def start_cache(self) -> KVCache:

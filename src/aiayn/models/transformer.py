@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from aiayn import masks
 from aiayn.accel import Profile
+from aiayn.config import SpecialIds
 from aiayn.modules import (
     KVCache,
     MemoryKeyValues,
@@ -79,7 +80,7 @@ class Decoder(Stack):
         memory_kv = memory_kv if cache is None else cache.memory
         self_kv, self_weights, cross_weights = [], [], []
         for i, layer in enumerate(self.layers):
-            out = layer(
+            x, kv, self_w, cross_w = layer(
                 x,
                 self_mask=self_mask,
                 memory_kv=memory_kv[i] if memory_kv else None,
@@ -87,12 +88,9 @@ class Decoder(Stack):
                 past=None if cache is None else cache.self_attn[i],
                 need_weights=need_weights,
             )
-            x = out.x
-            self_kv.append(out.self_kv)
-            if out.self_weights is not None:
-                self_weights.append(out.self_weights)
-            if out.cross_weights is not None:
-                cross_weights.append(out.cross_weights)
+            self_kv.append(kv)
+            self_weights += [self_w] if self_w is not None else []
+            cross_weights += [cross_w] if cross_w is not None else []
         if self.final_norm is not None:
             x = self.final_norm(x)
         new_cache = None if cache is None else cache.advanced(tuple(self_kv), x.size(1))
@@ -143,7 +141,7 @@ class Transformer(nn.Module):
         encoder: Encoder,
         decoder: Decoder,
         output: OutputProjection,
-        pad_id: int,
+        specials: SpecialIds,
         profile: Profile,
     ):
         super().__init__()
@@ -152,12 +150,12 @@ class Transformer(nn.Module):
         self.encoder = encoder
         self.decoder = decoder
         self.output = output
-        self.pad_id = pad_id
+        self.specials = specials
         self.profile = profile
 
     def source_mask(self, src: Tensor) -> Tensor:
         """(B, S) ids -> (B, 1, 1, S) bool padding mask for encoder and cross attention."""
-        return masks.padding_mask(src, self.pad_id)
+        return masks.padding_mask(src, self.specials.pad)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """(B, S) source ids -> (B, S, D) memory."""
@@ -205,14 +203,14 @@ class Transformer(nn.Module):
         """Teacher-forced logits: (B, S) source, (B, T) decoder input -> (B, T, V)."""
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
-        tgt_mask = masks.decoder_self_mask(tgt, self.pad_id)
+        tgt_mask = masks.decoder_self_mask(tgt, self.specials.pad)
         return self.logits(self.decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask).hidden)
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, AttentionMaps]:
         """Like ``forward`` through the eager attention path, also returning every weight."""
         src_mask = self.source_mask(src)
         memory, enc_weights = self.encoder(self.src_embed(src), mask=src_mask, need_weights=True)
-        tgt_mask = masks.decoder_self_mask(tgt, self.pad_id)
+        tgt_mask = masks.decoder_self_mask(tgt, self.specials.pad)
         out = self._decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask, need_weights=True)
         maps = AttentionMaps(enc_weights, out.self_weights, out.cross_weights)
         return self.logits(out.hidden), maps

@@ -34,9 +34,16 @@ class OutputProjection(nn.Module):
     that computes the logits its own way reads them here.
     """
 
-    def __init__(self, *, d_model: int, vocab_size: int, tied_to: TokenEmbedding | None = None):
+    def __init__(
+        self,
+        *,
+        d_model: int,
+        vocab_size: int,
+        tied_to: TokenEmbedding | None = None,
+        bias: bool = False,
+    ):
         super().__init__()
-        self.proj = nn.Linear(d_model, vocab_size, bias=False)
+        self.proj = nn.Linear(d_model, vocab_size, bias=bias)
         if tied_to is not None:
             self.proj.weight = tied_to.weight
 

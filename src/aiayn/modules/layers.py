@@ -7,8 +7,6 @@ Shapes: B batch, S source length, T new target positions, L cached positions, D 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from torch import Tensor, nn
 
 from aiayn.modules.attention import CrossAttention, SelfAttention
@@ -65,13 +63,6 @@ class EncoderLayer(nn.Module):
         return x, weights
 
 
-class DecoderLayerOutput(NamedTuple):
-    x: Tensor  # (B, T, D)
-    self_kv: KeyValues | None  # the self-attention cache after this step (None: no cache)
-    self_weights: Tensor | None  # (B, H, T, L+T)
-    cross_weights: Tensor | None  # (B, H, T, S)
-
-
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder–decoder attention, then a feed-forward network (§3.1).
 
@@ -106,8 +97,9 @@ class DecoderLayer(nn.Module):
         cross_mask: Tensor | None = None,
         past: KeyValues | None = None,
         need_weights: bool = False,
-    ) -> DecoderLayerOutput:
-        """Run the layer on T new positions.
+    ) -> tuple[Tensor, KeyValues | None, Tensor | None, Tensor | None]:
+        """Run the layer on T new positions: (B, T, D) states, ``past`` extended (None
+        without), self-attention (B, H, T, L+T) and cross-attention (B, H, T, S) weights.
 
         Args:
             x: (B, T, D) decoder states.
@@ -131,4 +123,4 @@ class DecoderLayer(nn.Module):
             )
             x = self.cross_attn_connection.add(x, attended)
         x = self.ffn_connection.add(x, self.ffn(self.ffn_connection.sublayer_input(x)))
-        return DecoderLayerOutput(x, self_kv, self_weights, cross_weights)
+        return x, self_kv, self_weights, cross_weights

@@ -14,7 +14,7 @@ from aiayn import masks
 from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, CorpusError, TokenBatchSampler, collate, load_prepared
 from aiayn.data.lm import load_lm_data, random_blocks, sequential_blocks
-from aiayn.data.tokenizer import (
+from aiayn.data.tokenizer_files import (
     TOKENIZER_FILE,
     TokenizerInfo,
     describe_tokenizers,

@@ -15,7 +15,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from aiayn.config import BOS_ID, EOS_ID
 from aiayn.models.transformer import Transformer
 from aiayn.viz.common import PlotError, pyplot
 
@@ -60,8 +59,8 @@ def attention_plot_data(
     """Force-decode ``tgt_ids`` after ``src_ids`` (subword ids without BOS/EOS) and collect
     every attention weight. ``*_pieces`` are the subword strings of the ids, for labels."""
     model.eval()
-    src = torch.tensor([[*src_ids, EOS_ID]])  # (1, S)
-    tgt = torch.tensor([[BOS_ID, *tgt_ids]])  # (1, T)
+    src = torch.tensor([[*src_ids, model.specials.eos]])  # (1, S)
+    tgt = torch.tensor([[model.specials.bos, *tgt_ids]])  # (1, T)
     _, maps = model.forward_with_attention(src, tgt)
 
     def stack(per_layer: list[torch.Tensor]) -> np.ndarray:

@@ -1,0 +1,163 @@
+"""``aiayn export ct2``: an aiayn translation model as a CTranslate2 model directory.
+
+The result is what CTranslate2's own ``Translator`` loads: the same weights (Q, K, V already
+stacked in CTranslate2's layout), the real vocabulary (the tokenizer's pieces, so that
+``translate_batch`` takes the pieces SentencePiece produces), the model's special tokens, and
+the source EOS added by CTranslate2 itself. Quantisation (``int8``, ...) is CTranslate2's.
+Needs ``pip install ctranslate2``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from aiayn.data.tokenizer_files import load_tokenizers
+from aiayn.errors import AiaynError
+from aiayn.files import check_destination
+from aiayn.models import Transformer
+from aiayn.store import load_model
+
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16")
+ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "swish": "SWISH"}
+MAX_POSITIONS = 1024  # position encodings written out (CTranslate2 needs a table)
+
+
+class ExportError(AiaynError):
+    """A model that cannot be exported (a language model, CTranslate2 missing, a bad path)."""
+
+
+def export_ct2(
+    model_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    quantization: str | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write ``model_dir`` (an aiayn translation model directory) to ``out_dir`` in
+    CTranslate2's format."""
+    if importlib.util.find_spec("ctranslate2") is None:
+        raise ExportError("CTranslate2 is not installed (pip install ctranslate2)")
+    out = Path(out_dir)
+    check_destination(
+        out, replace=overwrite, replaceable=lambda p: (p / "model.bin").is_file(), what="model"
+    )
+    model, _ = load_model(model_dir)
+    if not isinstance(model, Transformer):
+        raise ExportError(f"{model_dir}: a language model; CTranslate2 export is for translators")
+    src_tok, tgt_tok, _ = load_tokenizers(model_dir)
+    src_vocab = _vocabulary(src_tok, model.src_embed.tokens.weight.size(0), model)
+    tgt_vocab = _vocabulary(tgt_tok, model.output.weight.size(0), model)
+    convert(model, src_vocab, tgt_vocab, str(out), quantization=quantization)
+    return out
+
+
+def _vocabulary(tokenizer, size: int, model: Transformer) -> list[str]:
+    """Token i of the exported vocabulary is the tokenizer's piece i; PAD, BOS, EOS and UNK
+    get the names CTranslate2 knows them by."""
+    pieces = list(tokenizer.pieces(range(size)))
+    s = model.specials
+    names = {s.pad: "<blank>", s.unk: "<unk>", s.eos: "</s>"}
+    if s.bos != s.pad:
+        names[s.bos] = "<s>"
+    for i, name in names.items():
+        pieces[i] = name
+    seen: set[str] = set()
+    for i, piece in enumerate(pieces):  # CTranslate2 needs each token once
+        if piece in seen:
+            pieces[i] = f"<unused{i}>"
+        seen.add(pieces[i])
+    return pieces
+
+
+def convert(
+    model: Transformer,
+    src_vocab: list[str],
+    tgt_vocab: list[str],
+    out_dir: str,
+    *,
+    quantization: str | None = None,
+) -> None:
+    """Convert ``model`` (post- or pre-norm, any aiayn activation) with these vocabularies."""
+    import ctranslate2
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    norm_first = model.encoder.final_norm is not None
+    activation = model.encoder.layers[0].ffn.activation
+    name = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "swish"}[type(activation)]
+    spec = transformer_spec.TransformerSpec.from_config(
+        (len(model.encoder.layers), len(model.decoder.layers)),
+        model.encoder.layers[0].self_attn.n_heads,
+        pre_norm=norm_first,
+        activation=getattr(common_spec.Activation, ACTIVATIONS[name]),
+    )
+    spec.config.layer_norm_epsilon = model.encoder.layers[0].ffn_connection.norm.eps
+    spec.config.add_source_eos = True
+    s = model.specials
+    spec.config.decoder_start_token = tgt_vocab[s.bos]
+    spec.config.bos_token = tgt_vocab[s.bos]
+    _set_stack(spec.encoder, model.src_embed, model.encoder)
+    _set_stack(spec.decoder, model.tgt_embed, model.decoder)
+    _set_linear(spec.decoder.projection, model.output.proj)
+    for layer_spec, layer in zip(spec.encoder.layer, model.encoder.layers, strict=True):
+        _set_attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_connection)
+        _set_ffn(layer_spec.ffn, layer.ffn, layer.ffn_connection)
+    for layer_spec, layer in zip(spec.decoder.layer, model.decoder.layers, strict=True):
+        _set_attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_connection)
+        _set_cross_attention(layer_spec.attention, layer.cross_attn, layer.cross_attn_connection)
+        _set_ffn(layer_spec.ffn, layer.ffn, layer.ffn_connection)
+    spec.register_source_vocabulary(src_vocab)
+    spec.register_target_vocabulary(tgt_vocab)
+
+    class _Loaded(ctranslate2.converters.Converter):
+        def _load(self):
+            return spec
+
+    _Loaded().convert(out_dir, quantization=quantization, force=True)
+
+
+def _array(t: torch.Tensor) -> np.ndarray:
+    return t.detach().float().cpu().numpy()
+
+
+def _set_stack(spec, embed, stack) -> None:
+    embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
+    embeddings.weight = _array(embed.tokens.weight)
+    spec.scale_embeddings = True  # × √d_model (§3.4)
+    spec.position_encodings.encodings = _array(embed.positions(MAX_POSITIONS))  # (P, D)
+    if stack.final_norm is not None:
+        _set_norm(spec.layer_norm, stack.final_norm)
+
+
+def _set_attention(spec, attn, connection) -> None:
+    _set_linear(spec.linear[0], attn.qkv_proj)  # fused [W_Q; W_K; W_V], the same layout
+    _set_linear(spec.linear[1], attn.out_proj)
+    _set_norm(spec.layer_norm, connection.norm)
+
+
+def _set_cross_attention(spec, attn, connection) -> None:
+    _set_linear(spec.linear[0], attn.q_proj)
+    _set_linear(spec.linear[1], attn.kv_proj)  # fused [W_K; W_V], the same layout
+    _set_linear(spec.linear[2], attn.out_proj)
+    _set_norm(spec.layer_norm, connection.norm)
+
+
+def _set_ffn(spec, ffn, connection) -> None:
+    _set_linear(spec.linear_0, ffn.w_1)
+    _set_linear(spec.linear_1, ffn.w_2)
+    _set_norm(spec.layer_norm, connection.norm)
+
+
+def _set_linear(spec, linear: nn.Linear) -> None:
+    spec.weight = _array(linear.weight)
+    if linear.bias is not None:
+        spec.bias = _array(linear.bias)
+
+
+def _set_norm(spec, norm: nn.LayerNorm) -> None:
+    spec.gamma = _array(norm.weight)
+    spec.beta = _array(norm.bias) if norm.bias is not None else np.zeros_like(spec.gamma)

@@ -1,0 +1,237 @@
+"""``aiayn import marian``: a Hugging Face Marian (opus-mt) directory as an aiayn model directory.
+
+Marian models are the paper's post-norm Transformer with a few differences, each of which
+aiayn expresses as configuration: [sin | cos] positions (``sinusoidal_concat``), usually the
+swish activation, biases on the logits (``final_logits_bias``), their own special ids (EOS 0,
+UNK 1, PAD the last id, and decoding starts from PAD), and SentencePiece pieces mapped to ids
+by ``vocab.json``. Q, K and V are stacked into aiayn's [W_Q; W_K; W_V] (and [W_K; W_V] for
+encoder–decoder attention). Weights are read from ``model.safetensors`` or, with
+``weights_only`` (no pickle code runs), from ``pytorch_model.bin``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from aiayn.config import ModelConfig, SpecialIds
+from aiayn.data.marian import MarianTokenizer
+from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo, tokenizer_info_json
+from aiayn.errors import AiaynError
+from aiayn.files import sha256_file
+from aiayn.models import build_model
+from aiayn.store import save_model
+
+ACTIVATIONS = {"swish": "swish", "silu": "swish", "gelu": "gelu", "relu": "relu"}
+REQUIRED = {  # config field -> the only value aiayn supports, for fields it does not map
+    "scale_embedding": True,
+    "normalize_before": False,
+    "normalize_embedding": False,
+    "add_final_layer_norm": False,
+    "static_position_embeddings": True,
+}
+
+
+class MarianImportError(AiaynError):
+    """A Hugging Face directory aiayn cannot import; the message names the file or field."""
+
+
+def import_marian(hf_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Read the Marian model in ``hf_dir`` and write it to ``out_dir`` as an aiayn model
+    directory (``translate``, ``serve`` and ``plot attention`` use it unchanged)."""
+    hf = Path(hf_dir)
+    config = _read_json(hf / "config.json")
+    tokenizer_config = _read_json(hf / "tokenizer_config.json", missing_ok=True)
+    separate = bool(tokenizer_config.get("separate_vocabs")) or not config.get(
+        "share_encoder_decoder_embeddings", True
+    )
+    vocab_files = ("vocab.json", "target_vocab.json" if separate else "vocab.json")
+    src_tok = MarianTokenizer(_need(hf, "source.spm"), _need(hf, vocab_files[0]))
+    tgt_tok = MarianTokenizer(_need(hf, "target.spm"), _need(hf, vocab_files[1]))
+    cfg = model_config(config, src_tok, tgt_tok, where=hf / "config.json")
+    model = build_model(cfg, profile="reference")
+    model.load_state_dict(aiayn_weights(read_weights(hf), cfg, where=hf), strict=True)
+    names = ["source.spm", "target.spm", *sorted(set(vocab_files))]
+    info = TokenizerInfo(
+        kind="marian",
+        src_file="source.spm",
+        tgt_file="target.spm",
+        src_vocab_file=vocab_files[0],
+        tgt_vocab_file=vocab_files[1],
+        src_vocab_size=cfg.src_vocab_size,  # the vocabulary files may list fewer ids
+        tgt_vocab_size=cfg.tgt_vocab_size,
+        sha256={name: sha256_file(hf / name) for name in names},
+        src_lang=str(tokenizer_config.get("source_lang") or ""),
+        tgt_lang=str(tokenizer_config.get("target_lang") or ""),
+    )
+    assets = {name: (hf / name).read_bytes() for name in names}
+    assets[TOKENIZER_FILE] = tokenizer_info_json(info).encode()
+    return save_model(model, cfg, out_dir, assets=assets, replace=overwrite)
+
+
+def model_config(
+    config: dict[str, Any], src: MarianTokenizer, tgt: MarianTokenizer, *, where: Path
+) -> ModelConfig:
+    """The aiayn ModelConfig of a Hugging Face ``MarianConfig`` (as its JSON dict).
+
+    Raises:
+        MarianImportError: a field with a value aiayn does not support, named.
+    """
+    for field, value in REQUIRED.items():
+        if config.get(field) not in (None, value):
+            raise MarianImportError(f"{where}: {field} = {config[field]!r} is not supported")
+    for a, b in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
+        if config.get(a) != config.get(b):
+            raise MarianImportError(f"{where}: {a} != {b} is not supported")
+    activation = config.get("activation_function", "swish")
+    if activation not in ACTIVATIONS:
+        raise MarianImportError(f"{where}: activation_function = {activation!r} is not supported")
+    vocab = int(_field(config, "vocab_size", where))
+    shared = config.get("share_encoder_decoder_embeddings", True)
+    tgt_vocab = vocab if shared else int(config.get("decoder_vocab_size") or vocab)
+    for side, tokenizer, size in (("source", src, vocab), ("target", tgt, tgt_vocab)):
+        if tokenizer.vocab_size > size:
+            raise MarianImportError(
+                f"{where}: the {side} vocabulary has {tokenizer.vocab_size} ids, "
+                f"vocab_size is {size}"
+            )
+    pad = int(_field(config, "pad_token_id", where))
+    specials = SpecialIds(
+        pad=pad,
+        unk=src.unk_id,
+        bos=int(config.get("decoder_start_token_id", pad)),
+        eos=int(_field(config, "eos_token_id", where)),
+    )
+    try:
+        return ModelConfig(
+            src_vocab_size=vocab,
+            tgt_vocab_size=tgt_vocab,
+            d_model=int(_field(config, "d_model", where)),
+            n_heads=int(_field(config, "encoder_attention_heads", where)),
+            d_ff=int(_field(config, "encoder_ffn_dim", where)),
+            n_encoder_layers=int(_field(config, "encoder_layers", where)),
+            n_decoder_layers=int(_field(config, "decoder_layers", where)),
+            dropout=float(config.get("dropout", 0.1)),
+            attention_dropout=float(config.get("attention_dropout", 0.0)),
+            activation_dropout=float(config.get("activation_dropout", 0.0)),
+            activation=ACTIVATIONS[activation],
+            norm_first=False,
+            positional="sinusoidal_concat",
+            share_embeddings=bool(shared),
+            tie_output=bool(config.get("tie_word_embeddings", True)),
+            output_bias=True,
+            specials=specials,
+        )
+    except ValueError as e:
+        raise MarianImportError(f"{where}: {e}") from None
+
+
+def read_weights(hf: Path) -> dict[str, torch.Tensor]:
+    """The state dict of ``model.safetensors``, else of ``pytorch_model.bin`` (tensors only)."""
+    try:
+        if (hf / "model.safetensors").is_file():
+            return load_file(str(hf / "model.safetensors"))
+        if (hf / "pytorch_model.bin").is_file():
+            return torch.load(hf / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, RuntimeError, EOFError) as e:
+        raise MarianImportError(f"{hf}: the weights cannot be read ({e})") from None
+    raise MarianImportError(f"{hf}: no model.safetensors or pytorch_model.bin")
+
+
+def aiayn_weights(hf: dict[str, torch.Tensor], cfg: ModelConfig, *, where: Path) -> dict:
+    """The aiayn state dict of a Hugging Face ``MarianMTModel`` state dict."""
+    get = _Getter(hf, where)
+    out: dict[str, torch.Tensor] = {}
+    src_embed = get("model.encoder.embed_tokens.weight", "model.shared.weight")
+    tgt_embed = get("model.decoder.embed_tokens.weight", "model.shared.weight")
+    out["src_embed.tokens.embedding.weight"] = src_embed
+    out["tgt_embed.tokens.embedding.weight"] = tgt_embed
+    out["output.proj.weight"] = get("lm_head.weight") if not cfg.tie_output else tgt_embed
+    out["output.proj.bias"] = get("final_logits_bias").reshape(-1)
+    for i in range(cfg.n_encoder_layers):
+        ours, theirs = f"encoder.layers.{i}.", f"model.encoder.layers.{i}."
+        _self_attention(out, get, ours, theirs + "self_attn.")
+        _norm(out, get, ours + "self_attn_connection.norm.", theirs + "self_attn_layer_norm.")
+        _ffn(out, get, ours, theirs)
+    for i in range(cfg.n_decoder_layers):
+        ours, theirs = f"decoder.layers.{i}.", f"model.decoder.layers.{i}."
+        _self_attention(out, get, ours, theirs + "self_attn.")
+        _norm(out, get, ours + "self_attn_connection.norm.", theirs + "self_attn_layer_norm.")
+        cross = theirs + "encoder_attn."
+        for part in ("weight", "bias"):
+            out[f"{ours}cross_attn.q_proj.{part}"] = get(f"{cross}q_proj.{part}")
+            kv = [get(f"{cross}{name}_proj.{part}") for name in ("k", "v")]
+            out[f"{ours}cross_attn.kv_proj.{part}"] = torch.cat(kv)  # [W_K; W_V]
+            out[f"{ours}cross_attn.out_proj.{part}"] = get(f"{cross}out_proj.{part}")
+        _norm(out, get, ours + "cross_attn_connection.norm.", theirs + "encoder_attn_layer_norm.")
+        _ffn(out, get, ours, theirs)
+    return out
+
+
+def _self_attention(out: dict, get, ours: str, theirs: str) -> None:
+    for part in ("weight", "bias"):
+        qkv = [get(f"{theirs}{name}_proj.{part}") for name in ("q", "k", "v")]
+        out[f"{ours}self_attn.qkv_proj.{part}"] = torch.cat(qkv)  # [W_Q; W_K; W_V]
+        out[f"{ours}self_attn.out_proj.{part}"] = get(f"{theirs}out_proj.{part}")
+
+
+def _ffn(out: dict, get, ours: str, theirs: str) -> None:
+    for part in ("weight", "bias"):
+        out[f"{ours}ffn.w_1.{part}"] = get(f"{theirs}fc1.{part}")
+        out[f"{ours}ffn.w_2.{part}"] = get(f"{theirs}fc2.{part}")
+    _norm(out, get, ours + "ffn_connection.norm.", theirs + "final_layer_norm.")
+
+
+def _norm(out: dict, get, ours: str, theirs: str) -> None:
+    out[ours + "weight"] = get(theirs + "weight")
+    out[ours + "bias"] = get(theirs + "bias")
+
+
+class _Getter:
+    """Tensors of a Hugging Face state dict by name (with or without the ``model.`` prefix
+    of ``MarianMTModel``), the first of several names that exists."""
+
+    def __init__(self, state: dict[str, torch.Tensor], where: Path):
+        self.state, self.where = state, where
+
+    def __call__(self, *names: str) -> torch.Tensor:
+        for name in names:
+            for key in (name, name.removeprefix("model.")):
+                if key in self.state:
+                    return self.state[key].float()
+        raise MarianImportError(f"{self.where}: the weights have no {names[0]}")
+
+
+def _field(config: dict, name: str, where: Path) -> Any:
+    if name not in config:
+        raise MarianImportError(f"{where}: no {name}")
+    return config[name]
+
+
+def _need(directory: Path, name: str) -> Path:
+    path = directory / name
+    if not path.is_file():
+        raise MarianImportError(f"{path}: missing (is {directory} a Marian model directory?)")
+    return path
+
+
+def _read_json(path: Path, *, missing_ok: bool = False) -> dict:
+    if not path.is_file():
+        if missing_ok:
+            return {}
+        raise MarianImportError(f"{path}: missing (is {path.parent} a Marian model directory?)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MarianImportError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise MarianImportError(f"{path}: not a JSON object")
+    return data
