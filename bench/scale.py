@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import random
@@ -57,7 +58,7 @@ def write_corpus(directory: Path, pairs: int, seed: int = 0) -> Path:
     rng = random.Random(seed)
     base = multi30k_pairs()
     words = zipf_words(200_000, rng)
-    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
     for split, count in (("train", pairs), ("valid", 3000)):
         with (
             gzip.open(directory / f"{split}.en.gz", "wt", encoding="utf-8", compresslevel=1) as en,
@@ -72,7 +73,7 @@ def write_corpus(directory: Path, pairs: int, seed: int = 0) -> Path:
                     tgt += t.split()
                 if target < len(src) // 2:  # a short line (a headline): both sides cut
                     src, tgt = src[:target], tgt[:target]
-                rare = rng.choices(words, weights, k=max(1, len(src) // 50))
+                rare = rng.choices(words, cum_weights=cumulative, k=max(1, len(src) // 50))
                 for word in rare:
                     src[rng.randrange(len(src))] = word
                     tgt[rng.randrange(len(tgt))] = word
@@ -125,7 +126,9 @@ def descendants(pid: int) -> list[int]:
 def measured(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
     """Wall seconds, peak RSS of the process tree, and stderr of a command."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     rss = PeakRSS(proc.pid)
     _, err = proc.communicate()
     peak = rss.stop()
