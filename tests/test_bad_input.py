@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import shutil
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -195,7 +196,12 @@ def recipe_text(text: str) -> Callable[[Path, Path], None]:
     return setup
 
 
+def no_keys(w: Path, t: Path) -> None:
+    (t / "keys").write_text("# nobody\n\n")
+
+
 NONE = None
+SERVE = ["serve", "--model", "{w}/run/best"]
 TRANSLATE = ["translate", "--model", "{w}/run/best", "-i", "{w}/in.txt"]
 PREPARE = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--valid", "{w}/bad/valid"]
 GENERATE = ["generate", "--model", "{w}/lmrun/best", "--max-new-tokens", "3"]
@@ -744,6 +750,15 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         ["plot", "attention", "--model", "{w}/run/best", "--src", " ", "-o", "{t}/a.png"],
         "empty",
     ),
+    # -- serve --------------------------------------------------------------------------------
+    ("serve: model missing", NONE, ["serve", "--model", "{t}/none"], "none"),
+    ("serve: not a model", NONE, ["serve", "--model", "{w}/data"], "config.json"),
+    ("serve: --port 70000", NONE, [*SERVE, "--port", "70000"], "--port"),
+    ("serve: --host unknown", NONE, [*SERVE, "--host", "no.such.host.invalid"], "--host"),
+    ("serve: --api-keys missing", NONE, [*SERVE, "--api-keys", "{t}/keys"], "keys"),
+    ("serve: --api-keys empty", no_keys, [*SERVE, "--api-keys", "{t}/keys"], "no API key"),
+    ("serve: --max-wait-ms -1", NONE, [*SERVE, "--max-wait-ms", "-1"], "--max-wait-ms"),
+    ("serve: --queue-size 0", NONE, [*SERVE, "--queue-size", "0"], "--queue-size"),
     # -- pipeline -----------------------------------------------------------------------------
     ("pipeline: recipe missing", NONE, ["pipeline", "{t}/none.toml"], "no such config"),
     (
@@ -810,6 +825,16 @@ def test_bad_utf8_on_stdin_names_the_line(world, capsys):
     status, _ = _run(["translate", "--model", str(world / "run/best")], b"ok\n\xff\xfe\n")
     assert status == 2
     assert "<stdin>: line 2: invalid UTF-8" in capsys.readouterr().err
+
+
+def test_serve_on_a_port_in_use(world, capsys):
+    pytest.importorskip("uvicorn", reason="the serve extra is a dev dependency")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        assert _run(["serve", "--model", str(world / "run/best"), "--port", port])[0] == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
 def test_nothing_is_lost(world, tmp_path):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from aiayn.cli import data, generate, info, interop, pipeline, plot, train, translate
+from aiayn.cli import data, generate, info, interop, pipeline, plot, serve, train, translate
 from aiayn.cli.common import Parser, one_line
 from aiayn.errors import AiaynError
 
-COMMAND_FAMILIES = (info, data, train, translate, pipeline, plot, generate, interop)
+COMMAND_FAMILIES = (info, data, train, translate, pipeline, plot, generate, interop, serve)
 
 
 def build_parser() -> Parser:

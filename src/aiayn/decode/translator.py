@@ -53,11 +53,13 @@ class Translator:
         tgt_tokenizer: Tokenizer,
         *,
         pretokenized: bool = False,
+        languages: tuple[str, str] = ("", ""),
     ):
         self.model = model.eval()
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
         self.pretokenized = pretokenized
+        self.src_lang, self.tgt_lang = languages  # ISO codes, when the model directory says
 
     @classmethod
     def from_dir(
@@ -69,7 +71,8 @@ class Translator:
             raise TranslationError(f"{directory}: a language model, not a translation model")
         src, tgt, info = load_tokenizers(directory)
         check_vocabularies(directory, info, cfg)
-        return cls(model, src, tgt, pretokenized=info.pretokenized)
+        languages = (info.src_lang, info.tgt_lang)
+        return cls(model, src, tgt, pretokenized=info.pretokenized, languages=languages)
 
     def token_id(self, token: str) -> int:
         """The source vocabulary's id of one whole token.

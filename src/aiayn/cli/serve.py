@@ -1,0 +1,112 @@
+"""``aiayn serve``: a model behind the HTTP APIs existing clients speak (needs the ``serve``
+extra: ``pip install aiayn[serve]``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import socket
+
+from aiayn.cli.common import UsageError, integer, log, number
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="serve a model over HTTP (LibreTranslate API, OpenAI completions, a web page)",
+    )
+    s.add_argument("--model", required=True, help="model directory")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=integer(minimum=0, maximum=65535), default=5000)
+    s.add_argument("--beam", type=integer(minimum=1), default=5)
+    s.add_argument("--alpha", type=number(minimum=0.0), default=0.6)
+    s.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    s.add_argument(
+        "--batch-tokens",
+        type=integer(minimum=1),
+        default=4096,
+        help="source tokens decoded together at most",
+    )
+    s.add_argument(
+        "--max-wait-ms",
+        type=number(minimum=0.0, maximum=10_000.0),
+        default=10.0,
+        help="how long a request waits for others to be decoded with",
+    )
+    s.add_argument(
+        "--queue-size",
+        type=integer(minimum=1),
+        default=256,
+        help="requests waiting at most (more get 429)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=number(minimum=0.001),
+        default=60.0,
+        help="seconds a request may take, waiting included (more gets 503)",
+    )
+    s.add_argument(
+        "--char-limit",
+        type=integer(minimum=1),
+        default=5000,
+        help="characters per request (more gets 400)",
+    )
+    s.add_argument("--api-keys", metavar="FILE", help="accept only these keys (one a line)")
+    s.add_argument(
+        "--cors",
+        nargs="*",
+        default=["*"],
+        metavar="ORIGIN",
+        help="origins browsers may call from (default: any)",
+    )
+    s.add_argument("--threads", type=integer(minimum=0), default=0)
+    s.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    for package in ("fastapi", "uvicorn"):
+        if importlib.util.find_spec(package) is None:
+            raise UsageError(f"{package} is missing: pip install 'aiayn[serve]'")
+    import torch
+    import uvicorn
+
+    from aiayn.runtime import tune_allocator
+    from aiayn.serve.app import ServeSettings, create_app, read_api_keys
+
+    tune_allocator()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = ServeSettings(
+        model=args.model,
+        beam=args.beam,
+        alpha=args.alpha,
+        precision=args.precision,
+        batch_tokens=args.batch_tokens,
+        max_wait_ms=args.max_wait_ms,
+        queue_size=args.queue_size,
+        timeout=args.timeout,
+        char_limit=args.char_limit,
+        api_keys=read_api_keys(args.api_keys) if args.api_keys else None,
+        cors_origins=tuple(args.cors),
+    )
+    _check_address(args.host, args.port)
+    app = create_app(settings, on_stop=lambda summary: log(f"stopped: {summary}"))
+    log(f"serving {args.model} on http://{args.host}:{args.port}/")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def _check_address(host: str, port: int) -> None:
+    """A clear error now for an address that cannot be listened on (uvicorn's own comes as
+    a log line after the model has loaded)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise UsageError(f"--host {host}: {e.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None

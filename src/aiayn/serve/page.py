@@ -1,0 +1,66 @@
+"""The web page at ``/``: type a sentence, see its translation, and under it the
+encoder–decoder attention of that translation (plain HTML and a little JavaScript, no build
+step). ``/?q=...`` translates on load, which the browser test uses."""
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>aiayn translate</title>
+<style>
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
+         padding: 0 1rem; }
+  textarea { width: 100%; height: 5rem; font: inherit; padding: .5rem; box-sizing: border-box; }
+  button { font: inherit; padding: .4rem 1.2rem; margin: .5rem 0; }
+  #translation { font-size: 1.25rem; min-height: 2rem; padding: .5rem; background: #f3f6fa; }
+  #error { color: #b00020; }
+  img { max-width: 100%; margin-top: 1rem; }
+  small { color: #555; }
+</style>
+</head>
+<body>
+<h1>aiayn</h1>
+<p><small>__SOURCE__ &rarr; __TARGET__. The picture shows what each output word attended to
+in the input (encoder&ndash;decoder attention, every layer and head).</small></p>
+<textarea id="source" placeholder="Type a sentence"></textarea>
+<div><input id="key" placeholder="API key (if the server needs one)" size="30">
+<button id="go">Translate</button></div>
+<div id="translation"></div>
+<div id="error"></div>
+<img id="attention" alt="">
+<script>
+const source = document.getElementById("source");
+const out = document.getElementById("translation");
+const error = document.getElementById("error");
+const picture = document.getElementById("attention");
+
+async function translate() {
+  const q = source.value.trim();
+  if (!q) return;
+  error.textContent = "";
+  out.textContent = "…";
+  const key = document.getElementById("key").value;
+  const body = {q: q, source: "auto", target: "__TARGET__"};
+  if (key) body.api_key = key;
+  const response = await fetch("translate", {method: "POST",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const answer = await response.json();
+  if (!response.ok) { out.textContent = ""; error.textContent = answer.error; return; }
+  out.textContent = answer.translatedText;
+  const params = new URLSearchParams({q: q, translation: answer.translatedText});
+  if (key) params.set("api_key", key);
+  const png = await fetch("attention.png?" + params);
+  if (png.ok) {
+    picture.src = URL.createObjectURL(await png.blob());
+    picture.alt = "encoder-decoder attention";
+  }
+}
+
+document.getElementById("go").addEventListener("click", translate);
+const given = new URLSearchParams(location.search).get("q");
+if (given) { source.value = given; translate(); }
+</script>
+</body>
+</html>
+"""

@@ -1,0 +1,83 @@
+"""What the server tests share: a real ``aiayn serve`` process, the test translator with
+language codes, and what offline translation gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
+pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
+
+from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+SENTENCES = ["the dog runs", "a big red ball near the tree", "cat sleeps on the house ."]
+
+
+class Server:
+    """``aiayn serve`` in its own process, on a free port of 127.0.0.1."""
+
+    def __init__(self, model: Path, *options: str):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = [sys.executable, "-m", "aiayn", "serve", "--model", str(model)]
+        self.proc = subprocess.Popen(
+            [*argv, "--port", str(self.port), *options],
+            env=ENV,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.proc.poll() is None, self.proc.stderr.read()
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+
+    def stop(self) -> str:
+        """SIGTERM; the server must end cleanly (uvicorn re-raises the signal once done) after
+        saying what it answered. Its standard error."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        _, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode in (0, -signal.SIGTERM), err
+        assert "stopped: answered" in err, err
+        return err
+
+
+@pytest.fixture(scope="module")
+def en_de(trained_model_dir, tmp_path_factory) -> Path:
+    """The trained test translator, its languages named en and de (what clients expect)."""
+    model = tmp_path_factory.mktemp("serve") / "en-de"
+    shutil.copytree(trained_model_dir, model)
+    info = json.loads((model / "tokenizer.json").read_text())
+    (model / "tokenizer.json").write_text(json.dumps({**info, "src_lang": "en", "tgt_lang": "de"}))
+    return model
+
+
+@pytest.fixture(scope="module")
+def server(en_de):
+    s = Server(en_de)
+    yield s
+    s.stop()
+
+
+def expected_translations(model: Path, texts, **options) -> list[str]:
+    translator = Translator.from_dir(model)
+    return [h[0].text for h in translator.translate(texts, SearchOptions(**options))]

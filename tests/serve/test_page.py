@@ -1,0 +1,80 @@
+"""The web page in a real browser: headless Chromium loads ``/?q=...``, which translates on
+load; its DOM must hold the translation and the screenshot must show the heatmap."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from urllib.parse import quote
+
+import pytest
+
+from .conftest import Server, expected_translations
+
+pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
+Image = pytest.importorskip("PIL.Image", reason="pillow is a dev dependency")
+
+BOX = (243, 246, 250)  # #f3f6fa, the translation box
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("chrome")
+pytestmark = pytest.mark.skipif(
+    BROWSER is None,
+    reason="no Chromium here (scripts/test.sh installs Debian's chromium where it can)",
+)
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess:
+    flags = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--virtual-time-budget=30000",
+        "--window-size=1100,1500",
+    ]
+    return subprocess.run([BROWSER, *flags, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
+    sentence = "the dog runs"
+    s = Server(en_de)
+    try:
+        url = f"{s.url}/?q={quote(sentence)}"
+        dom = _chromium("--dump-dom", url)
+        shot = _chromium(f"--screenshot={tmp_path / 'page.png'}", url)
+    finally:
+        s.stop()
+    expected = expected_translations(en_de, [sentence])[0]
+    assert f'<div id="translation">{expected}</div>' in dom.stdout, dom.stderr[-2000:]
+    assert 'src="blob:' in dom.stdout  # the heatmap image was fetched and shown
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    image = Image.open(tmp_path / "page.png").convert("RGB")
+    assert _text_in_translation_box(image), "the translation box is empty in the screenshot"
+    assert _viridis_pixels(image) > 2000, "no attention heatmap in the screenshot"
+
+
+def _text_in_translation_box(image) -> bool:
+    """Dark (text) pixels inside the translation box, found by its background colour."""
+    pixels = image.load()
+    width, height = image.size
+    box = [(x, y) for y in range(height) for x in range(0, width, 4) if pixels[x, y] == BOX]
+    if not box:
+        return False
+    top, bottom = min(y for _, y in box), max(y for _, y in box)
+    left, right = min(x for x, _ in box), max(x for x, _ in box)
+    crop = image.crop((left, top, right, bottom))
+    return sum(n for n, colour in crop.getcolors(1 << 20) or [] if sum(colour) < 200) > 20
+
+
+def _viridis_pixels(image) -> int:
+    """Pixels in colours of the viridis map (what ``aiayn plot attention`` draws with)."""
+    from matplotlib import colormaps
+
+    viridis = {tuple(round(255 * c) for c in colormaps["viridis"](i / 255)[:3]) for i in range(256)}
+    near = {
+        (r + dr, g + dg, b + db)
+        for r, g, b in viridis
+        for dr in (-1, 0, 1)
+        for dg in (-1, 0, 1)
+        for db in (-1, 0, 1)
+    }
+    return sum(n for n, colour in image.getcolors(1 << 20) or [] if colour in near)

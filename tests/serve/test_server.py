@@ -1,0 +1,235 @@
+"""``aiayn serve``: real servers on 127.0.0.1, driven by the clients people use
+(libretranslatepy, deep-translator, openai) and by raw requests for every error case."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
+pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
+
+from ..train.conftest import write_toml  # noqa: E402
+from .conftest import SENTENCES, Server, expected_translations  # noqa: E402
+
+
+def test_libretranslatepy_translates_detects_and_lists_languages(server, en_de):
+    from libretranslatepy import LibreTranslateAPI
+
+    api = LibreTranslateAPI(server.url)
+    assert api.translate(SENTENCES[0], "en", "de") == expected_translations(en_de, SENTENCES[:1])[0]
+    assert api.detect(SENTENCES[0]) == [{"confidence": 100.0, "language": "en"}]
+    assert [lang["code"] for lang in api.languages()] == ["en", "de"]
+
+
+def test_deep_translator_translates(server, en_de):
+    from deep_translator import LibreTranslator
+
+    client = LibreTranslator(source="en", target="de", api_key="any", custom_url=server.url + "/")
+    assert client.translate(SENTENCES[1]) == expected_translations(en_de, SENTENCES[1:2])[0]
+
+
+def test_json_lists_alternatives_and_html(server, en_de):
+    body = {"q": SENTENCES, "source": "auto", "target": "de", "alternatives": 2}
+    answer = httpx.post(server.url + "/translate", json=body).json()
+    assert answer["translatedText"] == expected_translations(en_de, SENTENCES)
+    assert [len(a) for a in answer["alternatives"]] == [2, 2, 2]
+    assert answer["detectedLanguage"][0]["language"] == "en"
+    page = "<p class='x'>the dog runs</p> <b>cat sleeps</b><script>keep me</script>"
+    body = {"q": page, "source": "en", "target": "de", "format": "html"}
+    out = httpx.post(server.url + "/translate", json=body).json()["translatedText"]
+    expected = expected_translations(en_de, ["the dog runs", "cat sleeps"])
+    assert out == f"<p class='x'>{expected[0]}</p> <b>{expected[1]}</b><script>keep me</script>"
+
+
+def test_what_a_request_gets_never_depends_on_its_batch(server, en_de):
+    texts = [
+        f"{a} {b} near the {c}"
+        for a in ("dog", "cat")
+        for b in ("runs", "sleeps")
+        for c in ("tree", "house", "park")
+    ]
+    expected = expected_translations(en_de, texts)
+    before = httpx.get(server.url + "/health").json()
+
+    def one(text: str) -> str:
+        body = {"q": text, "source": "en", "target": "de"}
+        return httpx.post(server.url + "/translate", json=body, timeout=60).json()["translatedText"]
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        got = list(pool.map(one, texts))
+    after = httpx.get(server.url + "/health").json()
+    assert got == expected
+    batches, requests = after["batches"] - before["batches"], after["requests"] - before["requests"]
+    assert requests == len(texts) and batches < requests  # some were decoded together
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "words"),
+    [
+        ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "JSON"),
+        ({"json": [1, 2]}, 400, "object"),
+        ({"json": {"source": "en", "target": "de"}}, 400, "missing q"),
+        ({"json": {"q": "", "source": "en", "target": "de"}}, 400, "missing q"),
+        ({"json": {"q": [], "source": "en", "target": "de"}}, 400, "missing q"),
+        ({"json": {"q": 123, "source": "en", "target": "de"}}, 400, "string"),
+        ({"json": {"q": ["a", 5], "source": "en", "target": "de"}}, 400, "string"),
+        ({"json": {"q": "dog", "source": "xx", "target": "de"}}, 400, "xx is not supported"),
+        ({"json": {"q": "dog", "source": "en", "target": "xx"}}, 400, "xx is not supported"),
+        ({"json": {"q": "dog", "source": "en"}}, 400, "missing target"),
+        ({"json": {"q": "dog", "target": "de", "format": "pdf"}}, 400, "format"),
+        ({"json": {"q": "dog", "target": "de", "alternatives": 99}}, 400, "alternatives"),
+        ({"json": {"q": "dog", "target": "de", "alternatives": "two"}}, 400, "alternatives"),
+        ({"json": {"q": "d" * 6000, "target": "de"}}, 400, "exceeds text limit"),
+        ({"data": {"q": "dog", "target": "de", "source": "fr"}}, 400, "fr is not supported"),
+    ],
+)
+def test_malformed_requests_get_a_clear_4xx(server, kwargs, status, words):
+    response = httpx.post(server.url + "/translate", **kwargs)
+    assert response.status_code == status
+    assert words in response.json()["error"]
+
+
+def test_the_page_and_its_attention_picture(server):
+    page = httpx.get(server.url + "/")
+    assert page.status_code == 200 and "<textarea" in page.text and "attention.png" in page.text
+    params = {"q": "the dog runs", "translation": "runs dog the"}
+    png = httpx.get(server.url + "/attention.png", params=params)
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert httpx.get(server.url + "/attention.png").status_code == 400
+
+
+def test_api_keys_cors_queue_and_time_outs(en_de, tmp_path):
+    (tmp_path / "keys").write_text("# keys\nsecret-1\n")
+    s = Server(
+        en_de,
+        "--api-keys",
+        str(tmp_path / "keys"),
+        "--queue-size",
+        "1",
+        "--max-wait-ms",
+        "200",
+        "--timeout",
+        "0.1",
+    )
+    try:
+        body = {"q": "dog", "target": "de"}
+        denied = httpx.post(s.url + "/translate", json=body)
+        assert denied.status_code == 403 and denied.json()["error"] == "Invalid API key"
+        assert httpx.post(s.url + "/translate", json={**body, "api_key": "bad"}).status_code == 403
+        assert httpx.get(s.url + "/languages").status_code == 200  # no key needed to look
+        preflight = httpx.options(
+            s.url + "/translate",
+            headers={"Origin": "https://example.org", "Access-Control-Request-Method": "POST"},
+        )
+        assert preflight.headers["access-control-allow-origin"] in ("*", "https://example.org")
+
+        def one(_):
+            return httpx.post(
+                s.url + "/translate", json={**body, "api_key": "secret-1"}, timeout=30
+            )
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            statuses = [r.status_code for r in pool.map(one, range(32))]
+        assert set(statuses) <= {200, 429, 503} and 429 in statuses and 503 in statuses
+        errors = [r for r in map(one, range(1)) if r.status_code != 200]
+        assert all("error" in r.json() for r in errors)
+    finally:
+        s.stop()
+
+
+def test_sigterm_finishes_every_accepted_request(en_de):
+    s = Server(en_de, "--max-wait-ms", "1500")  # requests wait in the queue: in flight
+
+    def one(text):
+        body = {"q": text, "source": "en", "target": "de"}
+        return httpx.post(s.url + "/translate", json=body, timeout=60)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(one, t) for t in SENTENCES * 2]
+        time.sleep(0.5)  # accepted, waiting to be batched
+        assert not any(f.done() for f in futures)
+        s.proc.send_signal(signal.SIGTERM)
+        responses = [f.result() for f in futures]
+    assert [r.status_code for r in responses] == [200] * len(responses)
+    expected = expected_translations(en_de, SENTENCES * 2)
+    assert [r.json()["translatedText"] for r in responses] == expected
+    assert "answered 6 translation requests" in s.stop()
+    with pytest.raises(httpx.TransportError):  # it no longer accepts connections
+        httpx.get(s.url + "/health", timeout=2)
+
+
+@pytest.fixture(scope="module")
+def lm_dir(tmp_path_factory) -> Path:
+    from aiayn.cli import main
+    from aiayn.data.lm import prepare_lm
+
+    root = tmp_path_factory.mktemp("lm")
+    (root / "text.txt").write_text("to be, or not to be, that is the question.\n" * 40)
+    prepare_lm(root / "text.txt", root / "data")
+    config = {
+        "task": "lm",
+        "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
+        "data": {"dir": str(root / "data"), "block_size": 16, "batch_size": 8},
+        "run": {
+            "dir": str(root / "run"),
+            "max_updates": 60,
+            "save_every": 60,
+            "valid_every": 60,
+        },
+    }
+    assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
+    return root / "run" / "best"
+
+
+def test_openai_client_completes_and_streams(lm_dir):
+    from openai import BadRequestError, OpenAI
+
+    from aiayn.decode import generate, load_language_model
+
+    s = Server(lm_dir)
+    try:
+        client = OpenAI(base_url=s.url + "/v1", api_key="unused")
+        assert [m.id for m in client.models.list().data] == ["best"]
+        settings = dict(model="best", prompt="to be", max_tokens=20, temperature=0.8, seed=3)
+        done = client.completions.create(**settings)
+        model, tokenizer = load_language_model(lm_dir)
+        import torch
+
+        expected = generate(
+            model,
+            tokenizer.encode(["to be"])[0],
+            max_new_tokens=20,
+            temperature=0.8,
+            generator=torch.Generator().manual_seed(3),
+            stop_id=model.specials.eos,
+        )
+        assert done.choices[0].text == tokenizer.decode(expected)
+        assert done.choices[0].finish_reason in ("length", "stop")
+        chunks = list(client.completions.create(**settings, stream=True))
+        assert "".join(c.choices[0].text for c in chunks) == done.choices[0].text
+        assert chunks[-1].choices[0].finish_reason is not None
+        stopped = client.completions.create(**{**settings, "stop": ["e"]})
+        assert "e" not in stopped.choices[0].text and stopped.choices[0].finish_reason == "stop"
+        for bad in (
+            {"max_tokens": -1},
+            {"temperature": 9},
+            {"n": 2},
+            {"logprobs": 2},
+            {"prompt": ""},
+            {"seed": -1},
+        ):
+            with pytest.raises(BadRequestError):
+                client.completions.create(**{**settings, **bad})
+        raw = httpx.post(
+            s.url + "/v1/completions",
+            content=b"{oops",
+            headers={"content-type": "application/json"},
+        )
+        assert raw.status_code == 400 and "message" in raw.json()["error"]
+    finally:
+        s.stop()

@@ -1,0 +1,77 @@
+"""ARCHITECTURE.md's layering, checked on the source: each layer imports only the layers
+above it, decode and train never each other, and heavy libraries stay where they belong."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiayn"
+LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
+    {"errors", "files", "config", "config_io", "masks", "runtime"},
+    {"modules"},
+    {"accel"},
+    {"models"},
+    {"data"},
+    {"store"},
+    {"decode", "train"},
+    {"eval", "viz", "validation", "pipeline"},
+    {"interop", "serve"},
+    {"cli"},
+    {"__init__", "__main__"},
+]
+APART = [{"decode", "train"}, {"interop", "serve"}]  # same layer, never each other
+FORBIDDEN = {"interop": {"train"}, "serve": {"train"}}
+NO_TORCH = {"errors", "files", "config", "config_io"}
+ONLY_IN = {"fastapi": {"serve"}, "uvicorn": {"cli"}, "transformers": {"interop"}}
+
+
+def _unit(path: Path) -> str:
+    return path.relative_to(PACKAGE).with_suffix("").parts[0]
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level names ``path`` imports: ``aiayn.X`` as ``X``, others by their package."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] == "aiayn":
+                found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            else:
+                found.add(parts[0])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                found.add(parts[1] if parts[0] == "aiayn" and len(parts) > 1 else parts[0])
+    return found
+
+
+def _depth(unit: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if unit in layer)
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer():
+    assert {_unit(p) for p in SOURCES} <= set().union(*LAYERS)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_follow_the_layers(path):
+    unit = _unit(path)
+    own = {u for u in _imports(path) if u in set().union(*LAYERS)} - {unit}
+    upward = {u for u in own if _depth(u) > _depth(unit)}
+    assert not upward, f"{unit} imports a lower layer: {sorted(upward)}"
+    for apart in APART:
+        if unit in apart:
+            assert not own & apart, f"{unit} imports {sorted(own & apart)}"
+    assert not own & FORBIDDEN.get(unit, set())
+    libraries = _imports(path)
+    if unit in NO_TORCH:
+        assert "torch" not in libraries
+    for library, allowed in ONLY_IN.items():
+        assert library not in libraries or unit in allowed, f"{library} imported in {unit}"
