@@ -15,8 +15,8 @@ after one warm-up pass); the ratio uses decoding alone, the stricter figure. Bot
 decode with beam 5, alpha 0.6, fp32, 2 threads, the tuned allocator (aiayn's default).
 
 ``--model``: the trained Multi30k model (``runs/multi30k_en_de_tiny/model`` by default, made
-by ``bash scripts/run.sh``). Without one, a model of the same shape is trained briefly on
-Multi30k (``--updates``, 300 by default), so its outputs have realistic lengths.
+by ``bash scripts/run.sh``). Without one, the main job's recipe is run for ``--updates``
+(300 by default), so the model has its shape and outputs of realistic lengths.
 """
 
 from __future__ import annotations
@@ -63,23 +63,15 @@ def test_sentences() -> list[str]:
 
 
 def briefly_trained_model(work: Path, updates: int) -> Path:
-    """A model of the main job's shape, trained for ``updates`` updates on Multi30k."""
-    config = ROOT / "configs" / "multi30k_en_de_tiny.toml"
-    overrides = [f"run.max_updates={updates}", f"run.dir={work / 'run'}", "run.valid_bleu=false"]
+    """A model of the main job's shape: its recipe, stopped after ``updates`` updates."""
+    recipe = ROOT / "configs" / "multi30k_en_de_tiny.toml"
+    sets = [f"run.max_updates={updates}", "run.valid_bleu=false", "pipeline.test_splits=[]"]
     subprocess.run(
-        [sys.executable, "-m", "aiayn", "prepare", "--src-lang", "en", "--tgt-lang", "de",
-         "--train", str(DATA / "multi30k" / "tok" / "train.lc.norm.tok"),
-         "--valid", str(DATA / "multi30k" / "tok" / "val.lc.norm.tok"),
-         "--vocab-size", "10000", "--pretokenized", "--out", str(work / "data")],
-        check=True, env=ENV, stdout=subprocess.DEVNULL,
+        [sys.executable, "-m", "aiayn", "pipeline", str(recipe), "--work", str(work / "job"),
+         *(arg for s in sets for arg in ("--set", s))],
+        check=True, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    overrides.append(f"data.dir={work / 'data'}")
-    sets = [arg for o in overrides for arg in ("--set", o)]
-    subprocess.run(
-        [sys.executable, "-m", "aiayn", "train", str(config), *sets],
-        check=True, env=ENV, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    return work / "run" / "best"
+    return work / "job" / "model"
 
 
 def offline(model: Path, sentences: list[str], work: Path) -> tuple[float, float, list[str]]:

@@ -81,3 +81,16 @@ def server(en_de):
 def expected_translations(model: Path, texts, **options) -> list[str]:
     translator = Translator.from_dir(model)
     return [h[0].text for h in translator.translate(texts, SearchOptions(**options))]
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import signal
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
 from ..train.conftest import write_toml  # noqa: E402
-from .conftest import SENTENCES, Server, expected_translations  # noqa: E402
+from .conftest import SENTENCES, Server, children, expected_translations  # noqa: E402
 
 
 def test_libretranslatepy_translates_detects_and_lists_languages(server, en_de):
@@ -143,22 +144,25 @@ def test_api_keys_cors_queue_and_time_outs(en_de, tmp_path):
 
 
 def test_sigterm_finishes_every_accepted_request(en_de):
-    s = Server(en_de, "--max-wait-ms", "1500")  # requests wait in the queue: in flight
+    s = Server(en_de, "--workers", "1")
+    texts = [f"{word} {sentence}" for word in ("a", "the", "one") for sentence in SENTENCES]
+    requests = [texts * 20, texts[::-1] * 20, texts * 15, texts[1:] * 20]  # ~1 s of work
 
-    def one(text):
-        body = {"q": text, "source": "en", "target": "de"}
-        return httpx.post(s.url + "/translate", json=body, timeout=60)
+    def one(q):
+        return httpx.post(s.url + "/translate", json={"q": q, "target": "de"}, timeout=120)
 
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(one, t) for t in SENTENCES * 2]
-        time.sleep(0.5)  # accepted, waiting to be batched
-        assert not any(f.done() for f in futures)
+    with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+        futures = [pool.submit(one, q) for q in requests]
+        time.sleep(0.3)  # accepted: decoding or queued
+        assert not all(f.done() for f in futures)
         s.proc.send_signal(signal.SIGTERM)
         responses = [f.result() for f in futures]
-    assert [r.status_code for r in responses] == [200] * len(responses)
-    expected = expected_translations(en_de, SENTENCES * 2)
-    assert [r.json()["translatedText"] for r in responses] == expected
-    assert "answered 6 translation requests" in s.stop()
+    assert [r.status_code for r in responses] == [200] * len(requests)
+    expected = expected_translations(en_de, texts)
+    by_text = dict(zip(texts, expected, strict=True))
+    for q, response in zip(requests, responses, strict=True):
+        assert response.json()["translatedText"] == [by_text[t] for t in q]
+    assert f"answered {len(requests)} translation requests" in s.stop()
     with pytest.raises(httpx.TransportError):  # it no longer accepts connections
         httpx.get(s.url + "/health", timeout=2)
 
@@ -233,3 +237,37 @@ def test_openai_client_completes_and_streams(lm_dir):
         assert raw.status_code == 400 and "message" in raw.json()["error"]
     finally:
         s.stop()
+
+
+def test_a_dead_decoding_process_is_replaced(en_de):
+    s = Server(en_de, "--workers", "1")
+    try:
+        decoders = [p for p in children(s.proc.pid) if b"spawn_main" in _cmdline(p)]
+        assert len(decoders) == 1
+        os.kill(decoders[0], signal.SIGKILL)
+        body = {"q": SENTENCES[0], "source": "en", "target": "de"}
+        first = httpx.post(s.url + "/translate", json=body, timeout=60)
+        assert first.status_code == 503 and "retry" in first.json()["error"]
+        again = httpx.post(s.url + "/translate", json=body, timeout=60)
+        assert again.json()["translatedText"] == expected_translations(en_de, SENTENCES[:1])[0]
+    finally:
+        s.stop()
+
+
+def test_decoding_processes_end_with_a_killed_server(en_de):
+    s = Server(en_de, "--workers", "2")
+    decoders = [p for p in children(s.proc.pid) if b"spawn_main" in _cmdline(p)]
+    assert len(decoders) == 2
+    s.proc.kill()
+    s.proc.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{p}").exists() for p in decoders):
+        assert time.monotonic() < deadline, "decoding processes outlived their server"
+        time.sleep(0.1)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

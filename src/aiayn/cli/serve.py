@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import socket
 
 from aiayn.cli.common import UsageError, integer, log, number
@@ -30,8 +31,8 @@ def add_parsers(sub) -> None:
     s.add_argument(
         "--max-wait-ms",
         type=number(minimum=0.0, maximum=10_000.0),
-        default=10.0,
-        help="how long a request waits for others to be decoded with",
+        default=25.0,
+        help="how long a batch smaller than the worker's last may wait for more requests",
     )
     s.add_argument(
         "--queue-size",
@@ -59,7 +60,18 @@ def add_parsers(sub) -> None:
         metavar="ORIGIN",
         help="origins browsers may call from (default: any)",
     )
-    s.add_argument("--threads", type=integer(minimum=0), default=0)
+    s.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    s.add_argument(
+        "--workers",
+        type=integer(minimum=1, maximum=256),
+        help="batches decoded side by side (default: one per CPU core; 1 on a GPU)",
+    )
+    s.add_argument(
+        "--threads",
+        type=integer(minimum=1, maximum=1024),
+        help="threads per worker (default: 1 on the CPU, where small batches use one core "
+        "best; see aiayn.serve.engine)",
+    )
     s.set_defaults(handler=run)
 
 
@@ -70,14 +82,20 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import uvicorn
 
-    from aiayn.runtime import tune_allocator
+    from aiayn.runtime import select_device, tune_allocator
     from aiayn.serve.app import ServeSettings, create_app, read_api_keys
 
     tune_allocator()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    device = select_device(args.device)
+    cores = len(os.sched_getaffinity(0))
+    workers = args.workers or (1 if device.type == "cuda" else cores)
+    threads = args.threads or 1
+    torch.set_num_threads(threads)
     settings = ServeSettings(
         model=args.model,
+        device=str(device),
+        workers=workers,
+        threads=threads,
         beam=args.beam,
         alpha=args.alpha,
         precision=args.precision,
@@ -91,7 +109,10 @@ def run(args: argparse.Namespace) -> int:
     )
     _check_address(args.host, args.port)
     app = create_app(settings, on_stop=lambda summary: log(f"stopped: {summary}"))
-    log(f"serving {args.model} on http://{args.host}:{args.port}/")
+    log(
+        f"serving {args.model} on http://{args.host}:{args.port}/ ({device}, {workers} "
+        f"worker(s) of {threads} thread(s))"
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

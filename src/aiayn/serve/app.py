@@ -36,8 +36,11 @@ class ServeSettings:
     max_len_b: int = 50
     precision: str = "fp32"
     profile: str = "fast"
+    device: str = "cpu"
+    workers: int = 1  # batches decoded side by side (processes for a translator)
+    threads: int = 1  # threads of each worker
     batch_tokens: int = 4096  # source tokens decoded together at most
-    max_wait_ms: float = 10.0  # how long a request waits for others to batch with
+    max_wait_ms: float = 25.0  # how long a batch may wait for more requests
     queue_size: int = 256  # requests waiting at most; more get 429
     timeout: float = 60.0  # seconds a request may take, queue included; more gets 503
     char_limit: int = 5000  # characters per request; more gets 400

@@ -1,14 +1,25 @@
-"""The model behind the server: one worker thread owns it, and requests reach it through a
-bounded queue, so the event loop never waits on the model.
+"""What decodes for the server: decoders (translation models in their own processes,
+``aiayn.serve.worker``), each fed by a worker thread from one bounded queue, so the event loop
+never waits on a model.
 
-Translation requests that arrive close together are decoded together: the worker takes the
-first waiting request, then keeps taking requests with the same search options for at most
-``max_wait_ms`` or until ``batch_tokens`` source tokens are gathered, and decodes them as
-one batch. aiayn's search treats every sentence alone (its beams, its length limit, its
-stopping), so what a request gets never depends on what it was batched with.
+Translation requests that arrive close together are decoded together: a free worker takes
+the first waiting request and every queued request with the same search options, up to
+``batch_tokens`` source tokens, and while its batch is smaller than its previous one it waits
+(at most ``max_wait_ms``) for more: under load those clients send their next request as
+soon as they have their answer, and a lone client never waits. aiayn's search treats every
+sentence alone (its beams, its length limit, its stopping), so what a request gets never
+depends on what it was batched with.
 
-Language-model completions are generated one request at a time by their own worker, each
-new token handed to the request's callback as soon as it is chosen (for streaming).
+Several decoders of one thread each, rather than one of several threads, is the CPU default
+(as CTranslate2's ``inter_threads``): small batches use one core well and several poorly. On
+two cores, 32 clients, Multi30k's model (``bench/serve.py``), sentences/s went 80 -> 100 ->
+153 from one two-thread decoding thread, to two one-thread decoding threads, to two decoding
+processes with the wait above (threads also lose time to OpenMP: in a thread other than the
+main one, two-thread beam search is 2× slower once the process has more OpenMP threads than
+cores).
+
+Language-model completions are generated in the server's process, one request per worker
+thread, each new token handed to the request's callback as soon as it is chosen (streaming).
 """
 
 from __future__ import annotations
@@ -18,14 +29,17 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
 from aiayn.decode import generate
-from aiayn.decode.translator import SearchOptions, Translation, Translator
+from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
+
+STOP_CHECK_SECONDS = 0.2  # how often an idle worker looks whether the server is stopping
 
 
 class Busy(AiaynError):
@@ -69,26 +83,43 @@ class BatchStats:
     history: list[int] = field(default_factory=list)  # requests per batch, the last 1,000
 
 
+class Decoder(Protocol):
+    """What decodes a batch: a ``Translator``, or one in its own process
+    (``aiayn.serve.worker.TranslatorProcess``)."""
+
+    def translate(
+        self, texts: list[str], options: SearchOptions, *, target_token: str | None = None
+    ) -> list[list[Translation]]: ...
+
+
 class TranslationEngine:
-    """A Translator behind a queue and a worker thread that batches requests."""
+    """Decoders behind a queue, each fed batches of requests by its own worker thread."""
 
     def __init__(
         self,
-        translator: Translator,
+        decoders: Sequence[Decoder],
         *,
         batch_tokens: int = 4096,
-        max_wait_ms: float = 10.0,
+        max_wait_ms: float = 25.0,
         queue_size: int = 256,
     ):
-        self.translator = translator
+        self.decoders = list(decoders)
         self.batch_tokens = batch_tokens
         self.max_wait = max_wait_ms / 1000.0
         self.stats = BatchStats()
-        self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=queue_size)
+        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
         self._aside: deque[_Job] = deque()  # taken, but with other options than the batch
+        self._counting = threading.Lock()
         self._accepting = True
-        self._thread = threading.Thread(target=self._run, name="aiayn-translate", daemon=True)
-        self._thread.start()
+        self._stopping = False  # the stop was seen: finish what is queued, wait for nothing
+        self._threads = [
+            threading.Thread(
+                target=self._run, args=(decoder,), name=f"aiayn-translate-{i}", daemon=True
+            )
+            for i, decoder in enumerate(self.decoders)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     async def translate(
         self,
@@ -98,7 +129,7 @@ class TranslationEngine:
         target_token: str | None = None,
         timeout: float | None = None,
     ) -> list[list[Translation]]:
-        """The translations of ``texts`` (n-best lists), decoded by the worker.
+        """The translations of ``texts`` (n-best lists), decoded by a worker.
 
         Raises:
             Busy: the queue is full. ShuttingDown: the server is stopping.
@@ -120,35 +151,62 @@ class TranslationEngine:
             raise
 
     def close(self) -> None:
-        """Take no new work, finish what was accepted, then stop the worker."""
+        """Take no new work, finish what was accepted, then stop the workers."""
         self._accepting = False
-        self._queue.put(None)
-        self._thread.join()
+        self._stopping = True  # workers wait for nothing more and end once the queue is empty
+        for thread in self._threads:
+            thread.join()
+        while True:  # a request queued as the workers ended
+            try:
+                self._queue.get_nowait().finish(error=ShuttingDown("the server stopped"))
+            except queue.Empty:
+                break
+        for decoder in self.decoders:
+            if hasattr(decoder, "close"):
+                decoder.close()
 
-    def _run(self) -> None:
-        while (batch := self._next_batch()) is not None:
-            self._decode(batch)
-        while self._aside:  # accepted before the stop: still answered
-            self._decode(self._gather(self._aside.popleft(), deadline=0.0))
+    def _run(self, decoder: Decoder) -> None:
+        answered = 0
+        while (batch := self._next_batch(expect=answered)) is not None:
+            self._decode(decoder, batch)
+            answered = len(batch)
 
-    def _next_batch(self) -> list[_Job] | None:
-        first = self._aside.popleft() if self._aside else self._queue.get()
+    def _next_batch(self, *, expect: int) -> list[_Job] | None:
+        """The next batch to decode; None once stopping and nothing is left."""
+        first = self._take()
         if first is None:
             return None
-        return self._gather(first, deadline=time.monotonic() + self.max_wait)
+        deadline = 0.0 if self._stopping else time.monotonic() + self.max_wait
+        return self._gather(first, deadline=deadline, expect=expect)
 
-    def _gather(self, first: _Job, *, deadline: float) -> list[_Job]:
-        """``first`` and the requests that join it: same options, within the token budget
-        and the wait."""
+    def _take(self) -> _Job | None:
+        """The next request: set aside by a batch, or queued (waiting for one, in slices
+        that let a stop be seen); None when stopping and none is left."""
+        while True:
+            try:
+                return self._aside.popleft()
+            except IndexError:
+                pass
+            stopping = self._stopping
+            try:
+                return self._queue.get(timeout=0 if stopping else STOP_CHECK_SECONDS)
+            except queue.Empty:
+                if stopping:
+                    return None
+
+    def _gather(self, first: _Job, *, deadline: float, expect: int) -> list[_Job]:
+        """``first`` and the requests that join it: same options, within the token budget.
+        Everything already queued joins; then the worker waits (until ``deadline``) only
+        while the batch has fewer than ``expect`` requests, the size of its last batch:
+        those clients are likely to send their next request now. A lone client's requests
+        so never wait, and clients under load keep their batch together."""
         self._estimate_tokens(first)
         batch, tokens = [first], first.tokens
         while tokens < self.batch_tokens:
+            wait = deadline - time.monotonic() if len(batch) < expect else 0.0
             try:
-                job = self._queue.get(timeout=max(deadline - time.monotonic(), 0.0))
+                job = self._queue.get(timeout=max(wait, 0.0))
             except queue.Empty:
-                break
-            if job is None:  # stop: finish this batch and what was set aside, then end
-                self._queue.put(None)
                 break
             self._estimate_tokens(job)
             if job.options != first.options or job.target_token != first.target_token:
@@ -163,15 +221,13 @@ class TranslationEngine:
         four characters); the translator encodes the text itself."""
         job.tokens = sum(len(t) for t in job.texts) // 4 + len(job.texts)
 
-    def _decode(self, batch: list[_Job]) -> None:
+    def _decode(self, decoder: Decoder, batch: list[_Job]) -> None:
         jobs = [job for job in batch if not job.cancelled]
         if not jobs:
             return
         texts = [text for job in jobs for text in job.texts]
         try:
-            results = self.translator.translate(
-                texts, jobs[0].options, target_token=jobs[0].target_token
-            )
+            results = decoder.translate(texts, jobs[0].options, target_token=jobs[0].target_token)
         except Exception as e:
             for job in jobs:
                 job.finish(error=e)
@@ -183,12 +239,13 @@ class TranslationEngine:
         self._count(jobs, len(texts))
 
     def _count(self, jobs: list[_Job], sentences: int) -> None:
-        stats = self.stats
-        stats.batches += 1
-        stats.requests += len(jobs)
-        stats.sentences += sentences
-        stats.largest = max(stats.largest, len(jobs))
-        stats.history = [*stats.history[-999:], len(jobs)]
+        with self._counting:
+            stats = self.stats
+            stats.batches += 1
+            stats.requests += len(jobs)
+            stats.sentences += sentences
+            stats.largest = max(stats.largest, len(jobs))
+            stats.history = [*stats.history[-999:], len(jobs)]
 
 
 @dataclass(eq=False)
@@ -205,16 +262,21 @@ class Generation:
 
 
 class LanguageModelEngine:
-    """A language model behind a queue; one worker generates one request at a time."""
+    """A language model behind a queue; each worker generates one request at a time."""
 
-    def __init__(self, model, tokenizer, *, queue_size: int = 64):
+    def __init__(self, model, tokenizer, *, workers: int = 1, queue_size: int = 64):
         self.model = model
         self.tokenizer = tokenizer
         self._queue: queue.Queue[Generation | None] = queue.Queue(maxsize=queue_size)
         self._accepting = True
+        self._counting = threading.Lock()
         self.completed = 0  # generations ended, stopped early or failed included
-        self._thread = threading.Thread(target=self._run, name="aiayn-generate", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"aiayn-generate-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, generation: Generation) -> None:
         if not self._accepting:
@@ -225,9 +287,12 @@ class LanguageModelEngine:
             raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
 
     def close(self) -> None:
+        """Take no new work, finish what was accepted, then stop the workers."""
         self._accepting = False
-        self._queue.put(None)
-        self._thread.join()
+        for _ in self._threads:
+            self._queue.put(None)  # one stop per worker, after everything accepted
+        for thread in self._threads:
+            thread.join()
 
     def _run(self) -> None:
         while (job := self._queue.get()) is not None:
@@ -247,4 +312,5 @@ class LanguageModelEngine:
                 job.on_end(e)
             else:
                 job.on_end(None)
-            self.completed += 1
+            with self._counting:
+                self.completed += 1

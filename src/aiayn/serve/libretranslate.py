@@ -20,6 +20,7 @@ from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.serve.app import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
 from aiayn.serve.page import PAGE
+from aiayn.serve.worker import DecoderCrashed, DecoderSpec, TranslatorProcess
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
@@ -38,11 +39,22 @@ class Service:
 
     def __init__(self, settings: ServeSettings):
         self.settings = settings
-        translator = Translator.from_dir(settings.model, profile=settings.profile)
-        self.source = translator.src_lang or "auto"
-        self.target = translator.tgt_lang or "target"
+        spec = DecoderSpec(settings.model, settings.device, settings.profile, settings.threads)
+        decoders = [TranslatorProcess(spec) for _ in range(settings.workers)]
+        try:
+            for decoder in decoders:
+                decoder.wait_ready()
+            self.translator = Translator.from_dir(  # tokens and the attention picture
+                settings.model, device=settings.device, profile=settings.profile
+            )
+        except BaseException:
+            for decoder in decoders:
+                decoder.close()
+            raise
+        self.source = self.translator.src_lang or "auto"
+        self.target = self.translator.tgt_lang or "target"
         self.engine = TranslationEngine(
-            translator,
+            decoders,
             batch_tokens=settings.batch_tokens,
             max_wait_ms=settings.max_wait_ms,
             queue_size=settings.queue_size,
@@ -71,7 +83,7 @@ class Service:
         if target == self.target:
             return None
         token = target if target.startswith(">>") else f">>{target}<<"
-        if self.engine.translator.src_tokenizer.piece_id(token) is None:
+        if self.translator.src_tokenizer.piece_id(token) is None:
             raise ApiError(
                 400, f"{target} is not supported (this model translates to {self.target})"
             )
@@ -84,7 +96,7 @@ class Service:
             )
         except Busy as e:
             raise ApiError(429, f"Slowdown: {e}") from None
-        except ShuttingDown as e:
+        except (ShuttingDown, DecoderCrashed) as e:
             raise ApiError(503, str(e)) from None
         except TimeoutError:
             raise ApiError(503, f"Timed out after {self.settings.timeout:g}s") from None
@@ -98,7 +110,7 @@ class Service:
 
         from aiayn.viz import attention_figure, attention_plot_data
 
-        translator = self.engine.translator
+        translator = self.translator
         src = translator.src_tokenizer.encode([source])[0]
         tgt = translator.tgt_tokenizer.encode([translation])[0]
         data = attention_plot_data(

@@ -31,9 +31,13 @@ class Service:
     def __init__(self, settings: ServeSettings):
         self.settings = settings
         self.name = Path(settings.model).resolve().name
-        model, tokenizer = load_language_model(settings.model, profile=settings.profile)
+        model, tokenizer = load_language_model(
+            settings.model, device=settings.device, profile=settings.profile
+        )
         self.tokenizer = tokenizer
-        self.engine = LanguageModelEngine(model, tokenizer, queue_size=settings.queue_size)
+        self.engine = LanguageModelEngine(
+            model, tokenizer, workers=settings.workers, queue_size=settings.queue_size
+        )
 
     def close(self) -> None:
         self.engine.close()

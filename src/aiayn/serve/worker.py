@@ -1,0 +1,136 @@
+"""A Translator in a process of its own, decoding the batches its engine thread sends.
+
+Why processes: a server's decoding threads and its event loop share one interpreter lock,
+and beam search over a small batch is mostly Python between small operators. On two cores
+with 32 clients, two decoding threads beside the event loop kept the server at 1.4 cores
+and ~100 sentences/s; decoding processes leave the lock to the event loop (153 sentences/s
+with ``aiayn.serve.engine``'s batching). The server's own process keeps a copy of the model
+for the attention picture, so a model is loaded once more than there are workers.
+
+A decoding process ignores SIGINT and SIGTERM (a terminal's Ctrl-C or systemd reaches the
+whole process group): the server decides when it stops, after the last accepted request.
+It ends when the server sends ``None`` or goes away (its end of the pipe closes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+from aiayn.decode.translator import SearchOptions, Translation, TranslationError
+from aiayn.errors import AiaynError
+
+
+class DecoderCrashed(AiaynError):
+    """The decoding process ended while it had a batch (killed, out of memory)."""
+
+
+@dataclass(frozen=True)
+class DecoderSpec:
+    """How a decoding process loads its model."""
+
+    model: str
+    device: str = "cpu"
+    profile: str = "fast"
+    threads: int = 1
+
+
+class TranslatorProcess:
+    """``translate`` as a Translator has it, computed in a spawned process."""
+
+    def __init__(self, spec: DecoderSpec):
+        """Start the process; ``wait_ready`` waits for its model to load (start several
+        first, then wait, and they load side by side)."""
+        self.spec = spec
+        self._spawn()
+
+    def wait_ready(self) -> None:
+        """Raises:
+        AiaynError: the process could not load the model.
+        """
+        try:
+            kind, payload = self._conn.recv()
+        except EOFError:
+            raise AiaynError(f"{self.spec.model}: the decoding process failed to start") from None
+        if kind != "ready":
+            raise AiaynError(f"{self.spec.model}: {payload}")
+
+    def translate(
+        self, texts: list[str], options: SearchOptions, *, target_token: str | None = None
+    ) -> list[list[Translation]]:
+        """Raises:
+        TranslationError: input the options cannot translate (as the Translator would).
+        DecoderCrashed: the process died; a new one is started for the next batch.
+        """
+        try:
+            self._conn.send((texts, options, target_token))
+            kind, payload = self._conn.recv()
+        except (EOFError, OSError):
+            self._restart()
+            raise DecoderCrashed("the decoding process ended unexpectedly; retry") from None
+        if kind == "invalid":
+            raise TranslationError(payload)
+        if kind == "error":
+            raise RuntimeError(payload)
+        return payload
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.send(None)
+        self._process.join(timeout=30)
+        if self._process.is_alive():
+            self._process.kill()
+        self._conn.close()
+
+    def _spawn(self) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=_decode_batches, args=(child, self.spec), name="aiayn-decoder", daemon=True
+        )
+        self._process.start()
+        child.close()
+
+    def _restart(self) -> None:
+        self._process.join(timeout=5)
+        self._conn.close()
+        self._spawn()
+        self.wait_ready()
+
+
+def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
+    """The decoding process: load the model, then answer batches until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    import torch
+
+    from aiayn.decode.translator import Translator
+    from aiayn.runtime import tune_allocator
+
+    tune_allocator()
+    torch.set_num_threads(spec.threads)
+    try:
+        translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
+    except Exception as e:
+        conn.send(("error", str(e)))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        texts, options, target_token = request
+        try:
+            found = translator.translate(texts, options, target_token=target_token)
+        except TranslationError as e:
+            conn.send(("invalid", str(e)))
+        except Exception as e:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        else:
+            conn.send(("ok", found))
