@@ -7,6 +7,7 @@ import ctypes
 import ctypes.util
 import datetime
 import os
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -44,6 +45,22 @@ def tune_allocator() -> str:
     except (OSError, AttributeError):
         return "system allocator (not glibc: left as is)"
     return "glibc malloc (tuned: no mmap, no trim)" if ok else "glibc malloc (mallopt refused)"
+
+
+def memory_mb() -> tuple[float, float]:
+    """This process's resident memory now and its peak so far, MiB (now = peak where
+    /proc is missing)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak_mb = peak / (1 << 20) if sys.platform == "darwin" else peak / 1024  # bytes on macOS
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+    except OSError:
+        return peak_mb, peak_mb
+    now_mb = pages * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    return now_mb, max(peak_mb, now_mb)  # the kernel's peak can lag the page count
 
 
 def mixed_seed(seed: int, rank: int, counter: int) -> int:

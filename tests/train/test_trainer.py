@@ -13,6 +13,7 @@ from aiayn.config_io import train_config_from_dict
 from aiayn.data import Batch
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
+from aiayn.train.state import UpdateResult, Window
 
 from .conftest import config_dict, tiny_train_config, write_toml
 
@@ -24,7 +25,8 @@ def test_training_reduces_loss_and_writes_the_run(tiny_dataset, tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     train = [r for r in rows if r["kind"] == "train"]
     assert train[-1]["loss"] < train[0]["loss"]
-    assert {"loss", "nll", "ppl", "lr", "tokens_per_s"} <= set(train[0])
+    assert {"loss", "nll", "ppl", "lr", "tokens_per_s", "rss_mb", "peak_rss_mb"} <= set(train[0])
+    assert all(0 < r["rss_mb"] <= r["peak_rss_mb"] for r in train)
     assert [r["update"] for r in rows if r["kind"] == "valid"] == [6, 12, 18, 24]
     assert [p.name for p in list_checkpoints(tmp_path / "run")][-1] == "step_00000024"
     assert json.loads((tmp_path / "run" / "config.json").read_text())["run"]["max_updates"] == 24
@@ -32,6 +34,15 @@ def test_training_reduces_loss_and_writes_the_run(tiny_dataset, tmp_path):
     model, _ = load_model(tmp_path / "run" / "best")
     assert (tmp_path / "run" / "best" / "tokenizer.json").is_file()
     assert model.output.proj.weight.shape[0] == 60
+
+
+def test_window_speed_leaves_out_validation_and_checkpoint_time(monkeypatch):
+    clock = iter([100.0, 110.0])
+    monkeypatch.setattr("aiayn.train.state.time.perf_counter", lambda: next(clock))
+    window = Window()  # starts at 100 s
+    window.add(UpdateResult(loss_sum=2.0, nll_sum=1.0, tokens=500, finite=True))
+    window.excluded = 5.0  # validated for 5 of its 10 s
+    assert window.summary()["tokens_per_s"] == pytest.approx(100.0)
 
 
 def test_keep_last_and_no_leftover_temporary_checkpoints(tiny_dataset, tmp_path):

@@ -25,6 +25,7 @@ from aiayn.runtime import (
     ddp_arguments,
     distributed_from_env,
     init_distributed,
+    memory_mb,
     mixed_seed,
     select_device,
 )
@@ -195,10 +196,12 @@ class Trainer:
                 self._window_start = window.start
             if self.dist.is_main:
                 self.reporter.progress(self.state.update, run.max_updates, row)
+            other_work = time.perf_counter()
             if self.state.update % run.valid_every == 0 and self._validate():
                 break
             if self.state.update % run.save_every == 0:
                 self.save()
+            window.excluded += time.perf_counter() - other_work
         if window.updates:
             self._report(window)
         finished_before = self.state.update == first_update  # resumed after its last update
@@ -287,13 +290,19 @@ class Trainer:
 
     def _report(self, window: Window) -> Row:
         lr = self.optimizer.param_groups[0]["lr"]
-        row = window.summary() | {Metric.LR: lr, Metric.EPOCH: self.task.epoch}
+        rss, peak = memory_mb()
+        row = window.summary() | {
+            Metric.LR: lr,
+            Metric.EPOCH: self.task.epoch,
+            Metric.RSS_MB: rss,
+            Metric.PEAK_RSS_MB: peak,
+        }
         self.state.train_seconds += window.seconds
         self.metrics.write(Kind.TRAIN, self.state.update, row)
         self.log(
             f"update {self.state.update:>6} | loss {row[Metric.LOSS]:.3f} | "
             f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f} | lr {lr:.2e} | "
-            f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | epoch {self.task.epoch}"
+            f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | {rss:,.0f} MiB | epoch {self.task.epoch}"
         )
         return row
 

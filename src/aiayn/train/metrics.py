@@ -26,7 +26,10 @@ class Metric(str, Enum):
     NLL = "nll"  # negative log-likelihood per target token (nats)
     PPL = "ppl"  # exp(NLL)
     LR = "lr"
-    TOKENS_PER_S = "tokens_per_s"
+    TOKENS_PER_S = "tokens_per_s"  # target tokens per second of training (validation and
+    # checkpoints excluded)
+    RSS_MB = "rss_mb"  # the process's resident memory now, MiB
+    PEAK_RSS_MB = "peak_rss_mb"  # its peak so far
     EPOCH = "epoch"
     BLEU = "bleu"  # validation BLEU
     BLEU_BEAM = "bleu_beam"  # the beam size BLEU was decoded with (1: greedy)

@@ -46,13 +46,15 @@ class UpdateResult:
 
 
 class Window:
-    """Sums over the updates between two reports."""
+    """Sums over the updates between two reports. Time spent on other work inside the window
+    (validation, checkpoints) is ``excluded`` from its training speed."""
 
     def __init__(self) -> None:
         self.loss = self.nll = 0.0
         self.tokens = 0
         self.updates = 0
         self.start = time.perf_counter()
+        self.excluded = 0.0
 
     def add(self, result: UpdateResult) -> None:
         self.updates += 1
@@ -72,5 +74,5 @@ class Window:
             Metric.LOSS: self.loss / tokens,
             Metric.NLL: nll,
             Metric.PPL: math.exp(min(nll, 50.0)),
-            Metric.TOKENS_PER_S: self.tokens / max(self.seconds, 1e-9),
+            Metric.TOKENS_PER_S: self.tokens / max(self.seconds - self.excluded, 1e-9),
         }
