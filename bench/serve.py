@@ -3,8 +3,9 @@
     python bench/serve.py [--model DIR] [--clients 1 8 32] [--seconds 30]
 
 The server runs in its own process (``aiayn serve`` with its defaults: one decoding process
-per core, batches of up to 4,096 source tokens, waiting up to 25 ms); the clients are asyncio tasks in this process (httpx), each sending one
-test2016 sentence per request and the next as soon as the answer comes, for ``--seconds``.
+per core, batches of up to 4,096 source tokens, waiting up to 25 ms); the clients are asyncio
+tasks in this process (httpx), each sending one test2016 sentence per request and the next
+as soon as the answer comes, for ``--seconds``.
 Every answer is compared with the offline translation of that sentence: a different one
 counts as a mismatch (the server must never change what a sentence gets), a non-200 answer
 or a broken connection as an error.
