@@ -8,9 +8,9 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn.cli import main
-from aiayn.config import ConfigError
+from aiayn.config import PAD_ID, ConfigError
 from aiayn.config_io import train_config_from_dict
-from aiayn.data import Batch
+from aiayn.data import Batch, collate, load_prepared
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
 from aiayn.train.state import UpdateResult, Window
@@ -196,3 +196,49 @@ def test_a_fresh_run_never_appends_to_an_old_log(tiny_dataset, tmp_path):
     shutil.rmtree(tmp_path / "run" / "checkpoints")
     Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run)).train()
     assert _updates_logged(tmp_path / "run") == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("profile", ["reference", "fast"])
+def test_padding_widths_to_a_multiple_leaves_the_losses_unchanged(
+    tiny_dataset, tmp_path, profile, monkeypatch
+):
+    import aiayn.data.batching as batching
+
+    widths: list[int] = []
+
+    def spy(*args, **kwargs):
+        batch = collate(*args, **kwargs)
+        widths.extend((batch.src.shape[1], batch.tgt_in.shape[1]))
+        return batch
+
+    monkeypatch.setattr(batching, "collate", spy)
+
+    def losses(multiple: int) -> list[float]:
+        widths.clear()
+        cfg = tiny_train_config(
+            tiny_dataset,
+            tmp_path / f"run{multiple}",
+            model={"dropout": 0.0},  # dropout draws depend on the tensors' shapes
+            data={"pad_to_multiple": multiple},
+            run={"max_updates": 8, "log_every": 1, "profile": profile},
+        )
+        Trainer(cfg).train()
+        rows = [json.loads(line) for line in (tmp_path / f"run{multiple}" / "metrics.jsonl").open()]
+        return [r["loss"] for r in rows]
+
+    plain = losses(1)
+    assert any(w % 8 for w in widths)
+    rounded = losses(8)
+    assert widths and all(w % 8 == 0 for w in widths)  # the training batches were rounded
+    assert len(plain) == 8 + 2  # every update, and the validations at 6 and 8
+    assert rounded == pytest.approx(plain, rel=1e-4)
+
+
+def test_batches_padded_to_a_multiple(tiny_dataset):
+    split = load_prepared(tiny_dataset).split("train")
+    indices = np.arange(7)
+    plain, rounded = collate(split, indices), collate(split, indices, pad_to_multiple=8)
+    for a, b in zip(plain.model_inputs, rounded.model_inputs, strict=True):
+        assert b.shape[1] % 8 == 0 and b.shape[1] >= a.shape[1]
+        assert torch.equal(b[:, : a.shape[1]], a)
+        assert (b[:, a.shape[1] :] == PAD_ID).all()

@@ -71,7 +71,13 @@ class TranslationTask:
             seed=cfg.run.seed,
             max_sentences=cfg.data.max_sentences or None,
         )
-        self.train = BatchIterator(train, sampler, num_shards=dist.world_size, shard=dist.rank)
+        self.train = BatchIterator(
+            train,
+            sampler,
+            num_shards=dist.world_size,
+            shard=dist.rank,
+            pad_to_multiple=cfg.data.pad_to_multiple,
+        )
         self.valid = self.data.split(cfg.data.valid_split)
         self._valid_sampler = TokenBatchSampler(
             self.valid.src.lengths,
@@ -96,7 +102,8 @@ class TranslationTask:
 
     def valid_batches(self) -> list[Batch]:
         batches = self._valid_sampler.batches(0)
-        return [self._checked(collate(self.valid, b)).to(self.device) for b in batches]
+        multiple = self.train.pad_to_multiple
+        return [self._checked(collate(self.valid, b, multiple)).to(self.device) for b in batches]
 
     def verify_data(self) -> None:
         self.data.verify()
