@@ -343,6 +343,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("data.max_tokens=0", train_config(data={"max_tokens": 0}), [*TRAIN], "max_tokens"),
     ("data.batch_size=0", train_config(data={"batch_size": 0}), [*TRAIN], "batch_size"),
     (
+        "data.pad_to_multiple=0",
+        train_config(data={"pad_to_multiple": 0}),
+        [*TRAIN],
+        "pad_to_multiple must be at least 1",
+    ),
+    (
         "data.dir missing",
         train_config(data={"dir": "/nonexistent/data"}),
         [*TRAIN],
