@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 SIZES = ("tiny", "base")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
 VOCAB = 10_000
@@ -67,3 +68,27 @@ def marian_model(size: str, *, dropout: float = 0.1):
         activation_function="relu",
     )
     return MarianMTModel(cfg)
+
+
+def tree_rss(pid: int) -> int:
+    """Resident memory of ``pid`` and all its descendants, bytes."""
+    total = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def descendants(pid: int) -> list[int]:
+    found = []
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return found
+    for child in map(int, children):
+        found += [child, *descendants(child)]
+    return found

@@ -17,39 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def tree_rss_mb(root: int) -> float:
-    """Resident memory of ``root`` and all its descendants, MiB."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = int(fields[1])
-    tree, frontier = {root}, [root]
-    while frontier:
-        pid = frontier.pop()
-        children = [child for child, parent in parents.items() if parent == pid]
-        tree.update(children)
-        frontier.extend(children)
-    total_kib = 0
-    for pid in tree:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kib += int(line.split()[1])
-        except OSError:
-            continue
-    return total_kib / 1024
+from common import tree_rss
 
 
 def measure(out: Path, command: list[str]) -> int:
@@ -59,7 +33,7 @@ def measure(out: Path, command: list[str]) -> int:
     peak = 0.0
     with (out / "rss.tsv").open("w") as samples:
         while proc.poll() is None:
-            rss = tree_rss_mb(proc.pid)
+            rss = tree_rss(proc.pid) / (1 << 20)
             peak = max(peak, rss)
             samples.write(f"{time.time():.1f}\t{rss:.1f}\n")
             samples.flush()

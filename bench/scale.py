@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from common import tree_rss
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("AIAYN_DATA_DIR", ROOT.parent / "shared" / "data"))
 SMALL_PAIRS = 29_000  # Multi30k's size
@@ -98,29 +100,6 @@ class PeakRSS:
         self._done.set()
         self._thread.join()
         return self.peak
-
-
-def tree_rss(pid: int) -> int:
-    total = 0
-    for p in [pid, *descendants(pid)]:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            pass
-    return total
-
-
-def descendants(pid: int) -> list[int]:
-    found = []
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return found
-    for child in map(int, children):
-        found += [child, *descendants(child)]
-    return found
 
 
 def measured(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:

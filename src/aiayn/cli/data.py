@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import time
 
 from aiayn.cli.common import UsageError, integer, log, number
@@ -105,12 +104,14 @@ def run_data(args: argparse.Namespace) -> int:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
+    from aiayn.runtime import memory_mb
+
     start = time.perf_counter()
     if args.text:
         _prepare_lm(args)
     else:
         _prepare_parallel(args)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    _, peak_mb = memory_mb()
     print(
         f"prepared {args.out} in {time.perf_counter() - start:.1f}s, peak memory {peak_mb:.0f} MB"
     )
