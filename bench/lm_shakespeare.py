@@ -1,80 +1,147 @@
-"""aiayn's side of nanoGPT's CPU "baby GPT" on Shakespeare characters, and cached generation.
+"""nanoGPT's CPU "baby GPT" on Shakespeare characters: aiayn and nanoGPT side by side, each
+timed as a user runs it (the commands' processes, start to exit), then cached generation.
 
-    python bench/lm_shakespeare.py [--threads 2]
+    python bench/lm_shakespeare.py [--nanogpt DIR] [--rounds 3] [--repeats 5]
 
-Trains configs/shakespeare_char.toml (prepared from $AIAYN_DATA_DIR/tinyshakespeare) and
-prints the validation loss at iteration 2000, the wall time of the whole run and ms per
-iteration, next to nanoGPT's figures measured on this machine (2 threads, default allocator):
-validation loss 1.886, 100 s, 46 ms/iteration. Then times 256 sampled tokens with and
-without the KV cache.
+aiayn's whole run is ``aiayn prepare --text`` + ``aiayn train configs/shakespeare_char.toml``
+on $AIAYN_DATA_DIR/tinyshakespeare. With ``--nanogpt DIR`` (a checkout of karpathy/nanoGPT),
+each round also runs nanoGPT's ``data/shakespeare_char/prepare.py`` (on the same text, copied
+in, so nothing is downloaded) + ``train.py`` with its README's CPU settings, in a scratch
+copy. Rounds alternate the two systems, so a slow spell of this shared machine falls on both;
+medians are printed with the ratio. Then times 256 sampled tokens with and without the KV cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
+import re
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-from aiayn.config_io import load_train_config
-from aiayn.data.lm import prepare_lm
-from aiayn.decode import generate, load_language_model
-from aiayn.runtime import tune_allocator
-from aiayn.train import Trainer
-
 ROOT = Path(__file__).resolve().parents[1]
-NANOGPT = {"val_loss": 1.886, "wall_s": 100.0, "ms_per_iter": 46.0}
+NANOGPT_CPU = [  # nanoGPT README, "baby GPT" on a CPU
+    "config/train_shakespeare_char.py",
+    "--device=cpu",
+    "--compile=False",
+    "--eval_iters=20",
+    "--log_interval=1",
+    "--block_size=64",
+    "--batch_size=12",
+    "--n_layer=4",
+    "--n_head=4",
+    "--n_embd=128",
+    "--max_iters=2000",
+    "--lr_decay_iters=2000",
+    "--dropout=0.0",
+]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--nanogpt", type=Path, help="a checkout of karpathy/nanoGPT")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5, help="timed generations per mode")
     args = parser.parse_args()
-    allocator = tune_allocator()
-    torch.set_num_threads(args.threads)
     data_dir = Path(os.environ.get("AIAYN_DATA_DIR", ROOT.parent / "shared" / "data"))
     text = data_dir / "tinyshakespeare" / "input.txt.gz"
     work = Path(tempfile.mkdtemp(prefix="aiayn-lm-bench-"))
+    runs: dict[str, list[tuple[float, float]]] = {"aiayn": [], "nanoGPT": []}
     try:
-        prepare_lm(text, work / "data")
-        cfg = load_train_config(
-            str(ROOT / "configs" / "shakespeare_char.toml"),
-            [f'data.dir="{work / "data"}"', f'run.dir="{work / "run"}"'],
+        for round_ in range(args.rounds):
+            runs["aiayn"].append(_aiayn_run(text, work / f"aiayn{round_}"))
+            if args.nanogpt:
+                runs["nanoGPT"].append(_nanogpt_run(args.nanogpt, text, work / f"nano{round_}"))
+            print(
+                f"round {round_ + 1}: "
+                + ", ".join(
+                    f"{name} {r[-1][0]:.1f} s (val {r[-1][1]:.3f})" for name, r in runs.items() if r
+                ),
+                flush=True,
+            )
+        cached, uncached = _generation_times(
+            work / f"aiayn{args.rounds - 1}" / "run" / "best", args.repeats
         )
-        start = time.perf_counter()
-        state = Trainer(cfg).train()
-        wall = time.perf_counter() - start
-        model, _ = load_language_model(work / "run" / "best")
-        cached, uncached = _generation_times(model, args.repeats)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    ms_iter = 1000 * state.train_seconds / state.update
-    print(f"allocator: {allocator}; threads: {args.threads}")
-    print(f"{'':28} {'aiayn':>10} {'nanoGPT':>10} {'ratio':>8}")
-    print(f"{'val loss @ 2000':28} {state.best_valid:>10.3f} {NANOGPT['val_loss']:>10.3f}")
-    print(
-        f"{'wall time, whole run (s)':28} {wall:>10.1f} {NANOGPT['wall_s']:>10.1f} "
-        f"{NANOGPT['wall_s'] / wall:>7.2f}x"
-    )
-    print(
-        f"{'ms / iteration':28} {ms_iter:>10.1f} {NANOGPT['ms_per_iter']:>10.1f} "
-        f"{NANOGPT['ms_per_iter'] / ms_iter:>7.2f}x"
-    )
+    _report(runs, args.rounds)
     print(
         f"256 new tokens, median of {args.repeats}: cached {cached:.3f}s, "
         f"uncached {uncached:.3f}s, cache speed-up {uncached / cached:.2f}x"
     )
 
 
-def _generation_times(model, repeats: int) -> tuple[float, float]:
+def _timed(command: list[str], cwd: Path) -> tuple[float, str]:
+    """Wall seconds of ``command`` from start to exit, and its output; stops on failure."""
+    begin = time.perf_counter()
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - begin
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return seconds, proc.stdout + proc.stderr
+
+
+def _aiayn_run(text: Path, work: Path) -> tuple[float, float]:
+    """Whole-run seconds and final validation loss of aiayn's prepare + train commands."""
+    work.mkdir(parents=True)
+    prepare, _ = _timed(["aiayn", "prepare", "--text", str(text), "--out", "data"], work)
+    train, _ = _timed(
+        [
+            "aiayn",
+            "train",
+            str(ROOT / "configs" / "shakespeare_char.toml"),
+            "--set",
+            'data.dir="data"',
+            "--set",
+            'run.dir="run"',
+        ],
+        work,
+    )
+    rows = [json.loads(line) for line in (work / "run" / "metrics.jsonl").open()]
+    valid = [row for row in rows if row["kind"] == "valid"]
+    return prepare + train, valid[-1]["nll"]
+
+
+def _nanogpt_run(checkout: Path, text: Path, work: Path) -> tuple[float, float]:
+    """Whole-run seconds and final validation loss of nanoGPT's prepare.py + train.py."""
+    shutil.copytree(checkout, work, ignore=shutil.ignore_patterns(".git", "out*"))
+    with gzip.open(text, "rb") as src:
+        (work / "data" / "shakespeare_char" / "input.txt").write_bytes(src.read())
+    prepare, _ = _timed([sys.executable, "data/shakespeare_char/prepare.py"], work)
+    train, log = _timed([sys.executable, "train.py", *NANOGPT_CPU], work)
+    losses = re.findall(r"step \d+: train loss [\d.]+, val loss ([\d.]+)", log)
+    return prepare + train, float(losses[-1])
+
+
+def _report(runs: dict[str, list[tuple[float, float]]], rounds: int) -> None:
+    print("allocators: aiayn tunes glibc malloc itself (aiayn.runtime); nanoGPT: default glibc")
+    print(f"medians of {rounds} rounds    {'wall s':>8} {'val loss':>9}")
+    walls = {}
+    for name, results in runs.items():
+        if results:
+            walls[name] = statistics.median(r[0] for r in results)
+            loss = statistics.median(r[1] for r in results)
+            print(f"{name:26} {walls[name]:>8.1f} {loss:>9.3f}")
+    if len(walls) == 2:
+        print(f"aiayn / nanoGPT wall time: {walls['aiayn'] / walls['nanoGPT']:.2f}x")
+
+
+def _generation_times(model_dir: Path, repeats: int) -> tuple[float, float]:
+    import torch
+
+    from aiayn.decode import generate, load_language_model
+
+    torch.set_num_threads(2)
+    model, _ = load_language_model(model_dir)
     prompt = [5, 6, 7, 8]
-    times = {True: [], False: []}
+    times: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(repeats):
         for use_cache in (True, False):
             g = torch.Generator().manual_seed(0)

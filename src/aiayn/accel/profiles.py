@@ -31,14 +31,25 @@ class Profile:
     dropout: type[nn.Module]  # dropout (§5.4), built with its probability
     cross_attention: type[CrossAttention]  # encoder–decoder attention (§3.2.3)
     key_values: type  # a decoder layer's self-attention cache (a ``KeyValues``)
+    fused_optimizer: bool  # Adam(W) in PyTorch's fused kernel (``aiayn.train.optim``)
 
 
 PROFILES: dict[str, Profile] = {
     "reference": Profile(
-        "reference", scaled_dot_product_attention, nn.Dropout, CrossAttention, ConcatKeyValues
+        "reference",
+        scaled_dot_product_attention,
+        nn.Dropout,
+        CrossAttention,
+        ConcatKeyValues,
+        fused_optimizer=False,
     ),
     "fast": Profile(
-        "fast", cpu_attention, UniformDropout, BeamSharedCrossAttention, KeyValueBuffer
+        "fast",
+        cpu_attention,
+        UniformDropout,
+        BeamSharedCrossAttention,
+        KeyValueBuffer,
+        fused_optimizer=True,
     ),
 }
 DEFAULT_PROFILE: ProfileName = "fast"
