@@ -102,9 +102,7 @@ class Trainer:
         self.model_cfg = self.task.model_config(cfg.model)
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         self.model = build_model(self.model_cfg, profile=cfg.run.profile).to(self.device)
-        self.optimizer = make_optimizer(
-            cfg, self.model, fused=self.model.profile.fused_optimizer
-        )
+        self.optimizer = make_optimizer(cfg, self.model, fused=self.model.profile.fused_optimizer)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.run.precision == "fp16")
         self.state = TrainerState()
         self._prepare_run_dir(resume)
