@@ -33,4 +33,4 @@ def make_optimizer(
         groups = [{"params": list(model.parameters()), "weight_decay": optim.weight_decay}]
     devices = {p.device.type for p in model.parameters()}
     use_fused = fused and devices <= set(FUSED_DEVICES)
-    return kind(groups, lr=0.0, betas=optim.betas, eps=optim.eps, fused=use_fused or None)
+    return kind(groups, lr=0.0, betas=optim.betas, eps=optim.eps, fused=use_fused)

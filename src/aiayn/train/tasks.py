@@ -62,6 +62,7 @@ class TranslationTask:
 
     def __init__(self, cfg: TrainConfig, dist: Distributed, device: torch.device):
         self.device = device
+        self.pad_to_multiple = cfg.data.pad_to_multiple  # batch widths, training and validation
         self.data = load_prepared(cfg.data.dir)
         train = self.data.split(cfg.data.train_split)
         sampler = TokenBatchSampler(
@@ -76,7 +77,7 @@ class TranslationTask:
             sampler,
             num_shards=dist.world_size,
             shard=dist.rank,
-            pad_to_multiple=cfg.data.pad_to_multiple,
+            pad_to_multiple=self.pad_to_multiple,
         )
         self.valid = self.data.split(cfg.data.valid_split)
         self._valid_sampler = TokenBatchSampler(
@@ -102,8 +103,10 @@ class TranslationTask:
 
     def valid_batches(self) -> list[Batch]:
         batches = self._valid_sampler.batches(0)
-        multiple = self.train.pad_to_multiple
-        return [self._checked(collate(self.valid, b, multiple)).to(self.device) for b in batches]
+        return [
+            self._checked(collate(self.valid, b, self.pad_to_multiple)).to(self.device)
+            for b in batches
+        ]
 
     def verify_data(self) -> None:
         self.data.verify()
