@@ -8,7 +8,8 @@ source tokens (Multi30k length), with exactly 40 decoding steps for every system
 held back until the last step), 2 threads. Each system runs in its own process; the
 allocator is named in every row. Medians of ``--repeats`` timed runs per process, then over
 ``--rounds`` passes through all the rows (a slow spell of a shared machine falls on every
-system alike). "aiayn bf16" decodes under bfloat16 autocast (``--precision bf16``).
+system alike). "aiayn bf16" is ``--precision bf16``: matrix products in bfloat16, through
+weights packed once in bfloat16.
 
 - ``tiny`` and ``base``: random aiayn weights of those presets, vocabulary 10,000, beam 5.
   CTranslate2 decodes the same weights (converted by ``aiayn.interop.ct2``, the code of
@@ -78,10 +79,10 @@ class HoldEOS:
     def start(self, src):
         return self.inner.start(src)
 
-    def step(self, tokens, state):
-        log_probs, state = self.inner.step(tokens, state)
-        log_probs[:, self.eos] -= 1e4
-        return log_probs, state
+    def step(self, tokens, state, *, normalize=True):
+        scores, state = self.inner.step(tokens, state, normalize=normalize)
+        scores[:, self.eos] -= 1e4
+        return scores, state
 
     def reorder(self, state, index, *, sentences=None):
         return self.inner.reorder(state, index, sentences=sentences)
@@ -108,12 +109,13 @@ def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, bf16: bool
     from aiayn.decode.stepper import UncachedTransformerStepper
 
     model = aiayn_model(size, work)
-    inner = stepper_for(model) if cached else UncachedTransformerStepper(model)
+    precision = "bf16" if bf16 else "fp32"
+    inner = stepper_for(model, precision=precision) if cached else UncachedTransformerStepper(model)
     stepper = HoldEOS(inner, model.specials.eos)
     src = source(size)
 
     def run():
-        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+        with torch.inference_mode():
             if search == "greedy":
                 greedy_search(stepper, src, max_len=STEPS, specials=model.specials)
             else:

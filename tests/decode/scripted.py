@@ -27,7 +27,7 @@ class ScriptedDecoder:
     def start(self, src):
         return [(s, ()) for s in src[:, 0].tolist()]
 
-    def step(self, tokens, state):
+    def step(self, tokens, state, *, normalize=True):
         self.steps += 1
         rows = []
         new_state = []

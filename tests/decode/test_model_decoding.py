@@ -99,12 +99,23 @@ def test_sampling_is_reproducible_with_a_seed():
     assert torch.equal(a, b)
 
 
-def test_bf16_autocast_decodes_the_same_tokens(copy_model):
+def test_bf16_decodes_the_same_tokens(copy_model):
     src = _mixed_lengths(seed=1)
     fp32 = beam_search(stepper_for(copy_model), src, beam=4)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        bf16 = beam_search(stepper_for(copy_model), src, beam=4)
+    bf16 = beam_search(stepper_for(copy_model, precision="bf16"), src, beam=4)
     assert [h[0].tokens for h in bf16] == [h[0].tokens for h in fp32]
+
+
+def test_bf16_steps_of_both_profiles_agree(copy_models):
+    """The fast stepper's packed bfloat16 copy computes what the plain stepper computes
+    under bfloat16 autocast."""
+    src = _mixed_lengths(seed=3)
+    tokens = torch.full((src.size(0), 1), copy_models["fast"].specials.bos)
+    log_probs = {}
+    for name, model in copy_models.items():
+        stepper = stepper_for(model, precision="bf16")
+        log_probs[name], _ = stepper.step(tokens, stepper.start(src))
+    torch.testing.assert_close(log_probs["fast"], log_probs["reference"], atol=0.05, rtol=0.05)
 
 
 def test_both_profiles_translate_alike(copy_models):

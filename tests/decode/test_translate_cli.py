@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from aiayn.cli import main
 from aiayn.data import load_prepared
@@ -153,6 +154,21 @@ def test_greedy_and_beam_options(model_dir):
     assert beam_bf16.text
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
+
+
+def test_a_translator_follows_changes_to_its_weights(model_dir):
+    """The packed stepper a translator keeps is rebuilt after the weights change in place."""
+    translator = Translator.from_dir(model_dir)
+    lines = ["the dog runs", "a man"]
+    options = SearchOptions(beam=1)
+    translator.translate(lines, options)
+    with torch.no_grad():
+        for p in translator.model.decoder.parameters():
+            p.mul_(-1.5)
+    fresh = Translator(translator.model, translator.src_tokenizer, translator.tgt_tokenizer)
+    assert translator.translate(lines, options) == fresh.translate(lines, options)
+    first = translator._stepper("fp32")
+    assert translator._stepper("fp32") is first  # kept while nothing changes
 
 
 def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):

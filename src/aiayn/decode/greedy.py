@@ -5,15 +5,27 @@ Shapes: B sentences, S source length, T output length.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
+from aiayn.accel import DEFAULT_PROFILE
+from aiayn.accel.topk import row_argmax
 from aiayn.config import SpecialIds
 from aiayn.decode.specials import forbid_specials
 from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
 
 DEFAULT_SPECIALS = SpecialIds()
+
+
+def plain_argmax(x: Tensor) -> Tensor:
+    """(N, V) -> (N,): the first column of each row's maximum."""
+    return x.argmax(dim=1)
+
+
+ARGMAX: dict[str, Callable[[Tensor], Tensor]] = {"reference": plain_argmax, "fast": row_argmax}
 
 
 @torch.inference_mode()
@@ -24,6 +36,7 @@ def greedy_search(
     max_len_b: int = 50,
     max_len: int | None = None,
     specials: SpecialIds = DEFAULT_SPECIALS,
+    profile: str = DEFAULT_PROFILE,
 ) -> Tensor:
     """Decode each sentence until it emits EOS or reaches its maximum length.
 
@@ -34,10 +47,13 @@ def greedy_search(
         max_len: a fixed maximum instead, for every sentence.
         specials: the ids of PAD (never emitted, fills ended rows), BOS (the first input,
             never emitted) and EOS.
+        profile: ``reference`` picks each row's token with ``torch.argmax``; ``fast`` with
+            ``aiayn.accel.topk.row_argmax`` (the same token).
 
     Returns:
         (B, T) output ids without BOS; each row ends with EOS, then PAD.
     """
+    argmax = ARGMAX[profile]
     b = src.size(0)
     limit = (
         (src != specials.pad).sum(dim=1) + max_len_b
@@ -49,9 +65,9 @@ def greedy_search(
     finished = torch.zeros(b, dtype=torch.bool, device=src.device)
     out = []
     for step in range(int(limit.max())):
-        log_probs, state = decoder.step(token, state)  # (B, V)
-        forbid_specials(log_probs, specials)
-        token = log_probs.argmax(dim=-1, keepdim=True)  # (B, 1)
+        scores, state = decoder.step(token, state, normalize=False)  # (B, V)
+        forbid_specials(scores, specials)
+        token = argmax(scores)[:, None]  # (B, 1)
         token = token.masked_fill((step + 1 >= limit)[:, None], specials.eos)
         token = token.masked_fill(finished[:, None], specials.pad)
         out.append(token)
@@ -66,5 +82,10 @@ def greedy_decode(
 ) -> Tensor:
     """``greedy_search`` through a Transformer's KV cache."""
     return greedy_search(
-        stepper_for(model), src, max_len_b=max_len_b, max_len=max_len, specials=model.specials
+        stepper_for(model),
+        src,
+        max_len_b=max_len_b,
+        max_len=max_len,
+        specials=model.specials,
+        profile=model.profile.name,
     )

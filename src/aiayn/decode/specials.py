@@ -7,8 +7,9 @@ from torch import Tensor
 from aiayn.config import SpecialIds
 
 
-def forbid_specials(log_probs: Tensor, specials: SpecialIds) -> None:
-    """Set the (N, V) log-probabilities of the never-emitted tokens to -inf, in place."""
-    log_probs[:, specials.pad] = float("-inf")
+def forbid_specials(scores: Tensor, specials: SpecialIds) -> None:
+    """Set the (N, V) scores (log-probabilities or logits) of the never-emitted tokens to
+    -inf, in place."""
+    scores[:, specials.pad] = float("-inf")
     if specials.bos != specials.pad:
-        log_probs[:, specials.bos] = float("-inf")
+        scores[:, specials.bos] = float("-inf")

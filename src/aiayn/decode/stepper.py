@@ -9,13 +9,15 @@ Shapes: B sentences, W rows (beams) per sentence, N = B·W rows, S source length
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import Tensor
 
-from aiayn.accel.output import FastLogProbs
+from aiayn.accel.output import log_probs_in_place
+from aiayn.accel.packed import can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
 from aiayn.models.transformer import Transformer
 from aiayn.modules import KVCache
@@ -29,8 +31,13 @@ class StepDecoder(Protocol):
         """Encode (B, S) sources; return a state for B rows, one per sentence."""
         ...
 
-    def step(self, tokens: Tensor, state: Any) -> tuple[Tensor, Any]:
-        """Feed each row's newest token (N, 1); return (N, V) log-probabilities and the state."""
+    def step(self, tokens: Tensor, state: Any, *, normalize: bool = True) -> tuple[Tensor, Any]:
+        """Feed each row's newest token (N, 1); return (N, V) log-probabilities and the state.
+
+        With ``normalize=False``, (N, V) float32 scores in the order of each row's
+        log-probabilities (the logits) may be returned instead, for a search that needs
+        only the best token.
+        """
         ...
 
     def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
@@ -49,22 +56,41 @@ class TransformerState:
     cache: KVCache
 
 
+Precision = Literal["fp32", "bf16"]
+
+
 class TransformerStepper:
     """A ``StepDecoder`` over a Transformer with its KV cache, the plain way: each step
     feeds one token and computes log_softmax(logits); every row holds its own copy of its
-    sentence's memory keys/values and source mask, reselected with the rows."""
+    sentence's memory keys/values and source mask, reselected with the rows. With
+    ``precision="bf16"``, encoding and each step run under bfloat16 autocast."""
 
-    def __init__(self, model: Transformer):
+    def __init__(self, model: Transformer, *, precision: Precision = "fp32"):
         self.model = model
+        self.autocast = precision == "bf16"
 
     def start(self, src: Tensor) -> TransformerState:
-        src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
-        memory = self.model.encode(src, src_mask)  # (B, S, D)
-        return TransformerState(src_mask, self.model.start_cache(memory))
+        with self._precision(src):
+            src_mask = self.model.source_mask(src)  # (B, 1, 1, S)
+            memory = self.model.encode(src, src_mask)  # (B, S, D)
+            return TransformerState(src_mask, self.model.start_cache(memory))
 
-    def step(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
-        hidden, cache = self.model.decode(tokens, state.src_mask, cache=state.cache)
-        return self.log_probs(hidden[:, -1]), TransformerState(state.src_mask, cache)
+    def step(
+        self, tokens: Tensor, state: TransformerState, *, normalize: bool = True
+    ) -> tuple[Tensor, TransformerState]:
+        with self._precision(tokens):
+            hidden, cache = self.model.decode(tokens, state.src_mask, cache=state.cache)
+            scores = self.log_probs(hidden[:, -1]) if normalize else self.logits(hidden[:, -1])
+            return scores, TransformerState(state.src_mask, cache)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """(N, D) final decoder states -> (N, V) float32 next-token logits."""
+        return self.model.logits(hidden).float()
+
+    def _precision(self, x: Tensor) -> contextlib.AbstractContextManager:
+        if not self.autocast:
+            return contextlib.nullcontext()
+        return torch.autocast(x.device.type, dtype=torch.bfloat16)
 
     def log_probs(self, hidden: Tensor) -> Tensor:
         """(N, D) final decoder states -> (N, V) float32 next-token log-probabilities."""
@@ -79,12 +105,17 @@ class TransformerStepper:
 class FastTransformerStepper(TransformerStepper):
     """``TransformerStepper`` with the fast profile's decoding tricks (``aiayn.accel``):
     the beams of a sentence share one copy of its memory keys/values and source mask
-    (``SharedMemory``, read by ``BeamSharedCrossAttention``), and the output projection is
-    packed once (``FastLogProbs``: build a new stepper after changing the weights)."""
+    (``SharedMemory``, read by ``BeamSharedCrossAttention``); on CPU, the model decodes
+    through a copy with its weights packed once in the precision's dtype
+    (``packed_for_decoding``: build a new stepper after changing the weights), which needs
+    no autocast; and the log-softmax overwrites the logits."""
 
-    def __init__(self, model: Transformer):
-        super().__init__(model)
-        self.fast_log_probs = FastLogProbs(model.output)
+    def __init__(self, model: Transformer, *, precision: Precision = "fp32"):
+        if not can_pack(model):
+            super().__init__(model, precision=precision)
+            return
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        super().__init__(packed_for_decoding(model, dtype))
 
     def start(self, src: Tensor) -> TransformerState:
         state = super().start(src)
@@ -92,7 +123,7 @@ class FastTransformerStepper(TransformerStepper):
         return TransformerState(state.src_mask, replace(state.cache, memory=memory))
 
     def log_probs(self, hidden: Tensor) -> Tensor:
-        return self.fast_log_probs(hidden)
+        return log_probs_in_place(self.model.logits(hidden))
 
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
@@ -120,11 +151,15 @@ class UncachedTransformerStepper(TransformerStepper):
         prefix = torch.zeros(src.size(0), 0, dtype=torch.long, device=src.device)  # (B, 0)
         return memory, src_mask, prefix
 
-    def step(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
+    def step(
+        self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor], *, normalize: bool = True
+    ) -> tuple[Tensor, Any]:
         memory, src_mask, prefix = state
         prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
         hidden, _ = self.model.decode(prefix, src_mask, memory=memory)  # (N, t+1, D)
-        return self.log_probs(hidden[:, -1]), (memory, src_mask, prefix)
+        last = hidden[:, -1]  # (N, D)
+        scores = self.log_probs(last) if normalize else self.logits(last)
+        return scores, (memory, src_mask, prefix)
 
     def reorder(
         self,
@@ -148,6 +183,6 @@ STEPPERS: dict[str, type[TransformerStepper]] = {
 }
 
 
-def stepper_for(model: Transformer) -> TransformerStepper:
-    """The cached stepper of the model's profile."""
-    return STEPPERS[model.profile.name](model)
+def stepper_for(model: Transformer, *, precision: Precision = "fp32") -> TransformerStepper:
+    """The cached stepper of the model's profile, computing in ``precision``."""
+    return STEPPERS[model.profile.name](model, precision=precision)

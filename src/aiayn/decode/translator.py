@@ -14,7 +14,7 @@ from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.beam import beam_search
 from aiayn.decode.greedy import greedy_search
-from aiayn.decode.stepper import TransformerStepper, stepper_for
+from aiayn.decode.stepper import Precision, TransformerStepper, stepper_for
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.store import load_model
@@ -33,7 +33,7 @@ class SearchOptions:
     batch_tokens: int = 4096  # source tokens per batch (padded)
     max_src_len: int = 1024  # longer inputs are truncated (or refused)
     on_long: Literal["truncate", "error"] = "truncate"
-    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: matrix products in bfloat16 (autocast)
+    precision: Precision = "fp32"  # bf16: matrix products in bfloat16
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class Translator:
         self.tgt_tokenizer = tgt_tokenizer
         self.pretokenized = pretokenized
         self.src_lang, self.tgt_lang = languages  # ISO codes, when the model directory says
+        self._steppers: dict[str, tuple[tuple, TransformerStepper]] = {}  # by precision
 
     @classmethod
     def from_dir(
@@ -136,7 +137,7 @@ class Translator:
         results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
         todo = [i for i, row in enumerate(sources) if len(row)]
         lengths = [len(row) + 1 for row in sources]
-        stepper = stepper_for(self.model)  # packs the output projection once
+        stepper = self._stepper(options.precision)
         for batch in _length_batches(todo, lengths, options.batch_tokens):
             eos, pad = self.model.specials.eos, self.model.specials.pad
             src = _pad([[*sources[i], eos] for i in batch], pad).to(self.device)
@@ -153,19 +154,26 @@ class Translator:
         warn(f"{message}; truncated to {options.max_src_len - 1}")
         return row[: options.max_src_len - 1]
 
-    def _search(
-        self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
-    ) -> list[list[Translation]]:
-        bf16 = options.precision == "bf16"
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
-            return self._search_in_precision(stepper, src, options)
+    def _stepper(self, precision: Precision) -> TransformerStepper:
+        """The model's stepper in ``precision``, kept while the weights stay the same (a
+        fast stepper packs them once: ``aiayn.accel.packed``)."""
+        weights = tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
+        if self._steppers.get(precision, (None,))[0] != weights:
+            self._steppers[precision] = (weights, stepper_for(self.model, precision=precision))
+        return self._steppers[precision][1]
 
-    def _search_in_precision(
+    def _search(
         self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
     ) -> list[list[Translation]]:
         if options.beam == 1:
             specials = self.model.specials
-            out = greedy_search(stepper, src, max_len_b=options.max_len_b, specials=specials)
+            out = greedy_search(
+                stepper,
+                src,
+                max_len_b=options.max_len_b,
+                specials=specials,
+                profile=self.model.profile.name,
+            )
             return [[self._translation(_until(specials.eos, row), 0.0)] for row in out.tolist()]
         found = beam_search(
             stepper,
