@@ -21,12 +21,20 @@ weights packed once in bfloat16.
 
 CTranslate2's greedy output is checked against aiayn's, token for token. Its process never
 imports torch.
+
+    python bench/decode.py --model DIR [--test FILE.src FILE.ref] [--tokenized]
+
+translates a test set with a trained model in every aiayn mode (fp32 and bf16, greedy and
+beam 5, α 0.6) and prints each mode's BLEU and its difference from fp32: the quality the
+speed rows above cost. By default the Multi30k test2016 files, tokenised and lowercased, under
+``AIAYN_DATA_DIR`` (``../shared/data``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -293,6 +301,38 @@ def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dic
     return {"sentences_per_s": SENTENCES / statistics.median(times), **extra}
 
 
+def default_test_files() -> list[str]:
+    root = Path(os.environ.get("AIAYN_DATA_DIR", "../shared/data")) / "multi30k" / "tok"
+    return [str(root / f"test_2016_flickr.lc.norm.tok.{lang}.gz") for lang in ("en", "de")]
+
+
+def quality(model_dir: str, test: list[str], tokenized: bool) -> None:
+    """BLEU of every aiayn mode on a test set, and each one's difference from fp32."""
+    import torch
+
+    from aiayn.data.corpus import read_lines
+    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.eval.bleu import corpus_scores
+
+    torch.set_num_threads(2)
+    sources, references = (list(read_lines(path)) for path in test)
+    translator = Translator.from_dir(model_dir)
+    print(f"\n{model_dir}: BLEU on {test[0]} ({len(sources)} sentences), α 0.6")
+    print(f"  {'mode':6} {'search':7} {'BLEU':>6} {'vs fp32':>8} {'sent/s':>7}")
+    fp32: dict[int, float] = {}
+    for precision in ("fp32", "bf16"):
+        for beam in (1, 5):
+            options = SearchOptions(beam=beam, alpha=0.6, precision=precision)
+            begin = time.perf_counter()
+            hyps = [h[0].text for h in translator.translate(sources, options)]
+            speed = len(sources) / (time.perf_counter() - begin)
+            bleu = corpus_scores(hyps, references, tokenized=tokenized).bleu
+            fp32.setdefault(beam, bleu)
+            search = "greedy" if beam == 1 else f"beam{beam}"
+            diff = bleu - fp32[beam]
+            print(f"  {precision:6} {search:7} {bleu:6.2f} {diff:+8.2f} {speed:7.1f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", nargs="+", default=list(ALL_SIZES), choices=ALL_SIZES)
@@ -301,8 +341,18 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--work")
+    parser.add_argument("--model", help="a trained model directory: BLEU of every aiayn mode")
+    parser.add_argument("--test", nargs=2, metavar=("SRC", "REF"), default=default_test_files())
+    parser.add_argument(
+        "--tokenized",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score tokenised, lowercased text as it is (the Multi30k literature's way)",
+    )
     args = parser.parse_args()
-    if args.prepare:
+    if args.model:
+        quality(args.model, args.test, args.tokenized)
+    elif args.prepare:
         print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     elif args.worker:
         system, size, search, allocator = args.worker
