@@ -39,9 +39,19 @@ WORDS = [
 ]
 
 
-def sentences(n: int, seed: int = 0, *, min_len: int = 3, max_len: int = 12) -> list[str]:
+def sentences(
+    n: int, seed: int = 0, *, min_len: int = 3, max_len: int = 12, words: list[str] = WORDS
+) -> list[str]:
     rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(min_len, max_len))) for _ in range(n)]
+    return [" ".join(rng.choices(words, k=rng.randint(min_len, max_len))) for _ in range(n)]
+
+
+def invented_words(n: int, seed: int = 0) -> list[str]:
+    """``n`` random lowercase words of 2-9 letters: text with enough different subwords for
+    a tokenizer of a few hundred pieces (``WORDS`` supports about 200)."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(n)]
 
 
 def write_lines(path: Path, lines: list[str], *, gz: bool = False) -> Path:

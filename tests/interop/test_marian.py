@@ -21,15 +21,16 @@ from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.marian import MarianImportError, import_marian  # noqa: E402
 
 from ..conftest import data_dir  # noqa: E402
-from ..data.corpora import sentences  # noqa: E402
+from ..data.corpora import invented_words, sentences  # noqa: E402
 
 LANG_TOKENS = [">>fra<<", ">>deu<<", ">>spa<<"]
 
 
 def _texts() -> tuple[list[str], list[str]]:
     root = data_dir() / "multi30k"
-    if not (root / "train.en.gz").is_file():
-        return sentences(2000, seed=1), sentences(2000, seed=2)
+    if not (root / "train.en.gz").is_file():  # invented languages, as rich in subwords
+        en, de = invented_words(500, seed=1), invented_words(500, seed=2)
+        return sentences(2000, seed=1, words=en), sentences(2000, seed=2, words=de)
 
     def lines(lang: str) -> list[str]:
         with gzip.open(root / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
