@@ -80,8 +80,12 @@ class TransformerStepper:
     ) -> tuple[Tensor, TransformerState]:
         with self._precision(tokens):
             hidden, cache = self.model.decode(tokens, state.src_mask, cache=state.cache)
-            scores = self.log_probs(hidden[:, -1]) if normalize else self.logits(hidden[:, -1])
-            return scores, TransformerState(state.src_mask, cache)
+            return self.scores(hidden[:, -1], normalize), TransformerState(state.src_mask, cache)
+
+    def scores(self, hidden: Tensor, normalize: bool) -> Tensor:
+        """(N, D) final decoder states -> (N, V) log-probabilities, or logits when not
+        ``normalize``."""
+        return self.log_probs(hidden) if normalize else self.logits(hidden)
 
     def logits(self, hidden: Tensor) -> Tensor:
         """(N, D) final decoder states -> (N, V) float32 next-token logits."""
@@ -157,9 +161,7 @@ class UncachedTransformerStepper(TransformerStepper):
         memory, src_mask, prefix = state
         prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
         hidden, _ = self.model.decode(prefix, src_mask, memory=memory)  # (N, t+1, D)
-        last = hidden[:, -1]  # (N, D)
-        scores = self.log_probs(last) if normalize else self.logits(last)
-        return scores, (memory, src_mask, prefix)
+        return self.scores(hidden[:, -1], normalize), (memory, src_mask, prefix)
 
     def reorder(
         self,

@@ -158,9 +158,11 @@ class Translator:
         """The model's stepper in ``precision``, kept while the weights stay the same (a
         fast stepper packs them once: ``aiayn.accel.packed``)."""
         weights = tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
-        if self._steppers.get(precision, (None,))[0] != weights:
-            self._steppers[precision] = (weights, stepper_for(self.model, precision=precision))
-        return self._steppers[precision][1]
+        kept = self._steppers.get(precision)
+        if kept is None or kept[0] != weights:
+            kept = (weights, stepper_for(self.model, precision=precision))
+            self._steppers[precision] = kept
+        return kept[1]
 
     def _search(
         self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
