@@ -1,4 +1,9 @@
-"""Device placement and ranks under torchrun, checked without GPUs."""
+"""Device placement and ranks under torchrun, checked without GPUs; the allocator set-up."""
+
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -47,3 +52,44 @@ def test_devices_that_do_not_exist_here_are_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(DeviceError, match="2 GPU"):
         select_device("cuda:5")
+
+
+def _in_fresh_process(code: str, **env: str) -> str:
+    """Run ``code`` in a new interpreter (allocator settings are process-wide); its stdout."""
+    environ = {k: v for k, v in os.environ.items() if k != "LRU_CACHE_CAPACITY"} | env
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=environ,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_ideep_cache_is_capped_unless_the_user_set_it():
+    code = """
+        import os
+        from aiayn.runtime import tune_allocator
+        tune_allocator()
+        print(os.environ["LRU_CACHE_CAPACITY"])
+    """
+    assert int(_in_fresh_process(code)) < 1024
+    assert _in_fresh_process(code, LRU_CACHE_CAPACITY="512") == "512"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_free_heap_pages_go_back_to_the_kernel_when_asked():
+    code = """
+        from aiayn.runtime import memory_mb, release_free_memory, tune_allocator
+        tune_allocator()  # no trimming of its own from here on
+        blocks = [bytearray(1 << 20) for _ in range(300)]  # 300 MB on the heap, touched
+        before = memory_mb()[0]
+        del blocks
+        kept = memory_mb()[0]
+        release_free_memory()
+        print(before - kept, before - memory_mb()[0])
+    """
+    freed_by_free, freed_by_release = map(float, _in_fresh_process(code).split())
+    assert freed_by_free < 50  # the tuned allocator keeps what is freed...
+    assert freed_by_release > 250  # ...until it is asked to hand it back

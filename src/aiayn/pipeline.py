@@ -24,6 +24,7 @@ from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.data.wmt14 import fetch_wmt14
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import corpus_scores
+from aiayn.runtime import release_free_memory
 from aiayn.store.model_dir import save_model
 from aiayn.train import Trainer, list_checkpoints
 from aiayn.train.checkpoint import average_checkpoints, model_assets
@@ -111,6 +112,7 @@ def run_pipeline(
         train_cfg, resume=True, reporter=reporter, validators=validators_for(train_cfg)
     )
     state = trainer.train()
+    release_free_memory()  # the training heap, before decoding builds its own
     done("train")
 
     stage("average")

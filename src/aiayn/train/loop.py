@@ -27,6 +27,7 @@ from aiayn.runtime import (
     init_distributed,
     memory_mb,
     mixed_seed,
+    release_free_memory,
     select_device,
 )
 from aiayn.store.model_dir import read_model_config, save_model
@@ -308,6 +309,9 @@ class Trainer:
 
     @torch.no_grad()
     def validate(self) -> Row:
+        """Validation loss and the validators' metrics. Free heap pages are handed back
+        before and after, so that validation's batch shapes do not add to training's."""
+        release_free_memory()
         self.model.eval()
         loss_sum = nll_sum = tokens = 0.0
         for batch in self.task.valid_batches():
@@ -325,6 +329,7 @@ class Trainer:
         for validator in self.validators:
             row |= validator(self.model)
         self.model.train()
+        release_free_memory()
         return row
 
     def _validate(self) -> bool:
