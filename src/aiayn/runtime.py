@@ -21,9 +21,9 @@ from aiayn.errors import AiaynError
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 # Entries of ideep's own cache of oneDNN computations (its default: 1024). oneDNN's primitive
-# cache below it keeps the compiled kernels either way; ideep's entries add buffers sized by
-# each batch shape met: ~5 MB per shape for a bfloat16 Transformer-Tiny training step,
-# ~200 MB after 60 updates of the main job, for no measured speed (training or decoding).
+# cache below it keeps the compiled kernels either way; ideep's entries add buffers for
+# each batch shape met: ~5 MB per shape in a bfloat16 Transformer-Tiny training step, ~200 MB
+# of the main job's heap after 300 updates, for no speed measured (training or decoding).
 _IDEEP_CACHE_ENTRIES = "64"
 
 
