@@ -4,10 +4,10 @@ pipeline."""
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import datetime
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -49,21 +49,31 @@ def tune_allocator() -> str:
             return f"{name} (LD_PRELOAD)"
     if os.environ.get("AIAYN_MALLOC", "tuned") == "default":
         return "glibc malloc (default settings)"
-    libc_name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(libc_name)
-        ok = libc.mallopt(_M_MMAP_MAX, 0) and libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-    except (OSError, AttributeError):
+    libc = _glibc()
+    if libc is None:
         return "system allocator (not glibc: left as is)"
+    ok = libc.mallopt(_M_MMAP_MAX, 0) and libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
     return "glibc malloc (tuned: no mmap, no trim)" if ok else "glibc malloc (mallopt refused)"
+
+
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library, looked up once, when it is glibc (has ``mallopt`` and
+    ``malloc_trim``); else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    except (OSError, TypeError):
+        return None
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
 
 
 def release_free_memory() -> None:
     """Give the heap's free pages back to the kernel (glibc's ``malloc_trim``), between the
     stages of a process (training, then decoding) whose memory differs: with trimming off
     (``tune_allocator``) they would otherwise stay resident until the process ends."""
-    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc: left to it
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+    libc = _glibc()
+    if libc is not None:  # other allocators are left to their own ways
+        libc.malloc_trim(0)
 
 
 def map_large_blocks(min_bytes: int = 4 << 20) -> None:
@@ -76,8 +86,8 @@ def map_large_blocks(min_bytes: int = 4 << 20) -> None:
     updates, two runs each): the command's peak 1,574 / 1,631 MiB (training's) instead of
     1,970 / 1,985 in the test decoding, which ran 0–15% slower (±10% noise): ~1 s of the job.
     """
-    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc: left to it
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc = _glibc()
+    if libc is not None:
         libc.mallopt(_M_MMAP_MAX, _GLIBC_MMAP_MAX)
         libc.mallopt(_M_MMAP_THRESHOLD, min_bytes)
 
