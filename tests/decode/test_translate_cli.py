@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from aiayn.cli import main
+from aiayn.cli import build_parser, main
 from aiayn.data import load_prepared
 from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.train import Trainer
@@ -144,6 +144,27 @@ def test_evaluate_rejects_mismatched_files(tmp_path, capsys):
     (tmp_path / "r").write_text("a\n")
     assert main(["evaluate", "--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r")]) == 2
     assert "has 1 lines" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "options", [[], ["--beam", "3", "--alpha", "0", "--batch-tokens", "512", "--precision", "bf16"]]
+)
+def test_translate_and_serve_read_search_options_alike(options):
+    """Both commands take the decoding options the same way; their defaults are the
+    library's (``SearchOptions``)."""
+    parser = build_parser()
+    shared = ("beam", "alpha", "batch_tokens", "precision", "device")
+    translate = vars(parser.parse_args(["translate", "--model", "m", *options]))
+    serve = vars(parser.parse_args(["serve", "--model", "m", *options]))
+    assert {k: translate[k] for k in shared} == {k: serve[k] for k in shared}
+    if not options:
+        defaults = SearchOptions()
+        assert (translate["beam"], translate["alpha"], translate["precision"]) == (
+            defaults.beam,
+            defaults.alpha,
+            defaults.precision,
+        )
+        assert translate["batch_tokens"] == defaults.batch_tokens
 
 
 def test_greedy_and_beam_options(model_dir):

@@ -74,6 +74,30 @@ def number(minimum: float | None = None, maximum: float | None = None, *, below_
     return parse
 
 
+def add_search_options(parser: argparse.ArgumentParser) -> None:
+    """The decoding options ``aiayn translate`` and ``aiayn serve`` share, with the same
+    defaults: beam search as the main job's recipe runs it (§6.1), fp32, on the CPU."""
+    parser.add_argument(
+        "--beam", type=integer(minimum=1), default=5, help="beam size; 1 is greedy (default 5)"
+    )
+    parser.add_argument(
+        "--alpha", type=number(minimum=0.0), default=0.6, help="length penalty α (0: none)"
+    )
+    parser.add_argument(
+        "--batch-tokens",
+        type=integer(minimum=1),
+        default=4096,
+        help="padded source tokens decoded together at most",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16: matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
+    )
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+
+
 def one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 

@@ -8,7 +8,7 @@ import importlib.util
 import os
 import socket
 
-from aiayn.cli.common import UsageError, integer, log, number
+from aiayn.cli.common import UsageError, add_search_options, integer, log, number
 
 
 def add_parsers(sub) -> None:
@@ -19,15 +19,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--model", required=True, help="model directory")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=integer(minimum=0, maximum=65535), default=5000)
-    s.add_argument("--beam", type=integer(minimum=1), default=5)
-    s.add_argument("--alpha", type=number(minimum=0.0), default=0.6)
-    s.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
-    s.add_argument(
-        "--batch-tokens",
-        type=integer(minimum=1),
-        default=4096,
-        help="source tokens decoded together at most",
-    )
+    add_search_options(s)
     s.add_argument(
         "--max-wait-ms",
         type=number(minimum=0.0, maximum=10_000.0),
@@ -60,7 +52,6 @@ def add_parsers(sub) -> None:
         metavar="ORIGIN",
         help="origins browsers may call from (default: any)",
     )
-    s.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     s.add_argument(
         "--workers",
         type=integer(minimum=1, maximum=256),

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiayn.cli.common import UsageError, integer, log, number
+from aiayn.cli.common import UsageError, add_search_options, integer, log
 
 
 def add_parsers(sub) -> None:
@@ -17,12 +17,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--model", required=True, help="model directory (e.g. RUN/average or RUN/best)")
     t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
     t.add_argument("--output", "-o", help="output file (default: stdout)")
-    t.add_argument(
-        "--beam", type=integer(minimum=1), default=5, help="beam size; 1 is greedy (default 5)"
-    )
-    t.add_argument(
-        "--alpha", type=number(minimum=0.0), default=0.6, help="length penalty α (0: none)"
-    )
+    add_search_options(t)
     t.add_argument(
         "--nbest",
         type=integer(minimum=1),
@@ -34,18 +29,6 @@ def add_parsers(sub) -> None:
         type=integer(minimum=0),
         default=50,
         help="outputs have at most source length + this many tokens (§6.1)",
-    )
-    t.add_argument(
-        "--batch-tokens",
-        type=integer(minimum=1),
-        default=4096,
-        help="padded source tokens per batch",
-    )
-    t.add_argument(
-        "--precision",
-        choices=["fp32", "bf16"],
-        default="fp32",
-        help="bf16: matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
     )
     t.add_argument(
         "--max-src-len",
@@ -66,7 +49,6 @@ def add_parsers(sub) -> None:
         default=None,
         help="score with tokenize='none' (default: when the model's data was pre-tokenised)",
     )
-    t.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     t.add_argument("--threads", type=integer(minimum=0), default=0)
     t.add_argument(
         "--profile",
