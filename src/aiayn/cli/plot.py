@@ -60,7 +60,7 @@ def _check_output(output: str) -> Path:
 
 def run_attention(args: argparse.Namespace) -> int:
     from aiayn.decode.translator import SearchOptions, Translator
-    from aiayn.viz import attention_figure, attention_plot_data, save_figure
+    from aiayn.viz import attention_figure, save_figure, translation_attention
 
     output = _check_output(args.output)
     layers, heads = _indices("--layers", args.layers), _indices("--heads", args.heads)
@@ -76,13 +76,7 @@ def run_attention(args: argparse.Namespace) -> int:
         [[best]] = translator.translate_ids([src_ids], options)
         tgt_ids = best.tokens
         log(f"translation: {best.text}")
-    data = attention_plot_data(
-        translator.model,
-        src_ids,
-        tgt_ids,
-        src_pieces=translator.src_tokenizer.pieces(src_ids),
-        tgt_pieces=translator.tgt_tokenizer.pieces(tgt_ids),
-    )
+    data = translation_attention(translator, src_ids, tgt_ids)
     kinds = ["encoder", "decoder", "cross"] if args.kind == "all" else [args.kind]
     figures = [(kind, attention_figure(data, kind, layers=layers, heads=heads)) for kind in kinds]
     for kind, figure in figures:

@@ -108,18 +108,12 @@ class Service:
         head, drawn as ``aiayn plot attention`` draws it."""
         import io
 
-        from aiayn.viz import attention_figure, attention_plot_data
+        from aiayn.viz import attention_figure, translation_attention
 
         translator = self.translator
         src = translator.src_tokenizer.encode([source])[0]
         tgt = translator.tgt_tokenizer.encode([translation])[0]
-        data = attention_plot_data(
-            translator.model,
-            src,
-            tgt,
-            src_pieces=translator.src_tokenizer.pieces(src),
-            tgt_pieces=translator.tgt_tokenizer.pieces(tgt),
-        )
+        data = translation_attention(translator, src, tgt)
         with self._plot_lock:
             figure = attention_figure(data, "cross")
             buffer = io.BytesIO()

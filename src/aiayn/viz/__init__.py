@@ -4,7 +4,12 @@ matplotlib is imported lazily, with the headless Agg backend; every function ret
 ``matplotlib.figure.Figure`` so notebooks can show it, and ``save_figure`` writes PNG or SVG.
 """
 
-from aiayn.viz.attention import AttentionPlotData, attention_figure, attention_plot_data
+from aiayn.viz.attention import (
+    AttentionPlotData,
+    attention_figure,
+    attention_plot_data,
+    translation_attention,
+)
 from aiayn.viz.common import save_figure
 from aiayn.viz.curves import curves_figure
 from aiayn.viz.positional import positional_figure
@@ -16,4 +21,5 @@ __all__ = [
     "curves_figure",
     "positional_figure",
     "save_figure",
+    "translation_attention",
 ]

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
 
 from aiayn.models.transformer import Transformer
 from aiayn.viz.common import PlotError, pyplot
+
+if TYPE_CHECKING:
+    from aiayn.decode.translator import Translator
 
 Kind = Literal["encoder", "decoder", "cross"]
 TITLES = {
@@ -73,6 +76,20 @@ def attention_plot_data(
         encoder=stack(maps.encoder_self),
         decoder=stack(maps.decoder_self),
         cross=stack(maps.decoder_cross),
+    )
+
+
+def translation_attention(
+    translator: Translator, src_ids: Sequence[int], tgt_ids: Sequence[int]
+) -> AttentionPlotData:
+    """``attention_plot_data`` of a translator's model, labelled with its tokenizers' pieces
+    (what ``aiayn plot attention`` and the server's page draw)."""
+    return attention_plot_data(
+        translator.model,
+        src_ids,
+        tgt_ids,
+        src_pieces=translator.src_tokenizer.pieces(src_ids),
+        tgt_pieces=translator.tgt_tokenizer.pieces(tgt_ids),
     )
 
 
