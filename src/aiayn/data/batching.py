@@ -97,6 +97,10 @@ def length_order(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray
 class TokenBatchSampler:
     """Groups sentence indices into batches of at most ``max_tokens`` padded tokens per side.
 
+    Padded here means to the batch's longest sentence; ``collate``'s rounding of the width
+    to a multiple comes on top (with 8: up to 7 more positions per sentence, ~5,000
+    positions for 4,096 tokens of short sentences).
+
     For each epoch: shuffle all indices (seeded by ``seed`` and the epoch), cut them into
     chunks, sort each chunk by length (``length_order``), fill batches greedily, then
     shuffle the batches.
