@@ -34,7 +34,7 @@ def measure_in_subprocess(
 def set_up_allocator(allocator: str) -> None:
     """ "tuned": what aiayn does itself (mallopt); "default": glibc as it comes."""
     if allocator == "tuned":
-        from aiayn.runtime import tune_allocator
+        from aiayn.memory import tune_allocator
 
         tune_allocator()
 

@@ -45,7 +45,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONUNBUFFERED": "1"}
 OFFLINE = """
 import json, sys, time
 from aiayn.decode.translator import SearchOptions, Translator
-from aiayn.runtime import tune_allocator
+from aiayn.memory import tune_allocator
 tune_allocator()
 lines = open(sys.argv[2], encoding="utf-8").read().splitlines()
 translator = Translator.from_dir(sys.argv[1])

@@ -4,13 +4,16 @@ above it, decode and train never each other, and heavy libraries stay where they
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiayn"
 LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
-    {"errors", "files", "config", "config_io", "masks", "runtime"},
+    {"errors", "files", "config", "config_io", "exports", "memory", "masks", "runtime"},
     {"modules"},
     {"accel"},
     {"models"},
@@ -24,7 +27,7 @@ LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
 ]
 APART = [{"decode", "train"}, {"interop", "serve"}]  # same layer, never each other
 FORBIDDEN = {"interop": {"train"}, "serve": {"train"}}
-NO_TORCH = {"errors", "files", "config", "config_io"}
+NO_TORCH = {"errors", "files", "config", "config_io", "exports", "memory"}
 ONLY_IN = {"fastapi": {"serve"}, "uvicorn": {"cli"}, "transformers": {"interop"}}
 
 
@@ -75,3 +78,36 @@ def test_imports_follow_the_layers(path):
         assert "torch" not in libraries
     for library, allowed in ONLY_IN.items():
         assert library not in libraries or unit in allowed, f"{library} imported in {unit}"
+
+
+def test_help_and_text_preparation_start_without_torch(tmp_path):
+    """``aiayn --help`` and ``aiayn prepare --text`` never import torch (its import is most
+    of their time): the packages' names load on first use (``aiayn.exports``)."""
+    text = tmp_path / "corpus.txt"
+    text.write_text("To be, or not to be, that is the question.\n" * 50, encoding="utf-8")
+    code = textwrap.dedent(
+        f"""
+        import contextlib, io, sys
+        from aiayn.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main(["--help"])
+        assert main(["prepare", "--text", {str(text)!r}, "--out", {str(tmp_path / "lm")!r}]) == 0
+        print(sorted(m for m in ("torch", "numpy") if m in sys.modules))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "['numpy']"
+
+
+def test_lazy_package_names_resolve_like_imports():
+    import aiayn.data
+    import aiayn.train
+    from aiayn.data.batching import TokenBatchSampler
+    from aiayn.train.loop import Trainer
+
+    assert aiayn.train.Trainer is Trainer and aiayn.data.TokenBatchSampler is TokenBatchSampler
+    for package in (aiayn.data, aiayn.train):
+        assert all(getattr(package, name) is not None for name in package.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'Trainerr'"):
+        aiayn.train.Trainerr  # noqa: B018

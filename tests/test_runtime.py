@@ -70,7 +70,7 @@ def _in_fresh_process(code: str, **env: str) -> str:
 def test_ideep_cache_is_capped_unless_the_user_set_it():
     code = """
         import os
-        from aiayn.runtime import tune_allocator
+        from aiayn.memory import tune_allocator
         tune_allocator()
         print(os.environ["LRU_CACHE_CAPACITY"])
     """
@@ -81,7 +81,7 @@ def test_ideep_cache_is_capped_unless_the_user_set_it():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_free_heap_pages_go_back_to_the_kernel_when_asked():
     code = """
-        from aiayn.runtime import memory_mb, release_free_memory, tune_allocator
+        from aiayn.memory import memory_mb, release_free_memory, tune_allocator
         tune_allocator()  # no trimming of its own from here on
         blocks = [bytearray(1 << 20) for _ in range(300)]  # 300 MB on the heap, touched
         before = memory_mb()[0]
@@ -98,7 +98,7 @@ def test_free_heap_pages_go_back_to_the_kernel_when_asked():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_large_blocks_can_be_handed_back_as_soon_as_freed_after_training():
     code = """
-        from aiayn.runtime import map_large_blocks, memory_mb, tune_allocator
+        from aiayn.memory import map_large_blocks, memory_mb, tune_allocator
         tune_allocator()
         map_large_blocks(4 << 20)
         before = memory_mb()[0]

@@ -24,7 +24,7 @@ from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.data.wmt14 import fetch_wmt14
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import corpus_scores
-from aiayn.runtime import map_large_blocks, release_free_memory
+from aiayn.memory import map_large_blocks, release_free_memory
 from aiayn.store.model_dir import save_model
 from aiayn.train import Trainer, list_checkpoints
 from aiayn.train.checkpoint import average_checkpoints, model_assets

@@ -104,7 +104,7 @@ def run_data(args: argparse.Namespace) -> int:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    from aiayn.runtime import memory_mb
+    from aiayn.memory import memory_mb
 
     start = time.perf_counter()
     if args.text:

@@ -32,7 +32,7 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.runtime import tune_allocator
+    from aiayn.memory import tune_allocator
 
     allocator = tune_allocator()
     from aiayn.config_io import apply_overrides, load_toml, recipe_from_dict

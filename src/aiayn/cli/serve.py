@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import uvicorn
 
-    from aiayn.runtime import select_device, tune_allocator
+    from aiayn.memory import tune_allocator
+    from aiayn.runtime import select_device
     from aiayn.serve.app import ServeSettings, create_app, read_api_keys
 
     tune_allocator()

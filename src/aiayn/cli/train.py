@@ -37,7 +37,7 @@ def add_parsers(sub) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from aiayn.runtime import tune_allocator
+    from aiayn.memory import tune_allocator
 
     allocator = tune_allocator()
     from aiayn.config_io import load_train_config

@@ -1,48 +1,35 @@
-"""Data: corpora, tokenizers, binary datasets and token-bucketed batching (never imports models)."""
+"""Data: corpora, tokenizers, binary datasets and token-bucketed batching (never imports models).
 
-from aiayn.data.batching import Batch, BatchIterator, TokenBatchSampler, collate
-from aiayn.data.binarize import prepare
-from aiayn.data.corpus import CorpusError, read_lines, read_parallel
-from aiayn.data.dataset import ParallelData, ParallelSplit, load_prepared
-from aiayn.data.tokenizer import (
-    CharTokenizer,
-    SentencePieceTokenizer,
-    Tokenizer,
-    TokenizerError,
-    load_tokenizer,
-    train_sentencepiece,
-)
-from aiayn.data.tokenizer_files import (
-    TOKENIZER_FILE,
-    TokenizerInfo,
-    describe_tokenizers,
-    load_tokenizers,
-    read_tokenizer_info,
-    tokenizer_info_json,
-)
+Names are imported on first use (``aiayn.exports``): the corpus reader, tokenizers and
+``aiayn.data.lm`` import without torch.
+"""
 
-__all__ = [
-    "TOKENIZER_FILE",
-    "Batch",
-    "BatchIterator",
-    "CharTokenizer",
-    "CorpusError",
-    "ParallelData",
-    "ParallelSplit",
-    "SentencePieceTokenizer",
-    "TokenBatchSampler",
-    "Tokenizer",
-    "TokenizerError",
-    "TokenizerInfo",
-    "collate",
-    "describe_tokenizers",
-    "load_prepared",
-    "load_tokenizer",
-    "load_tokenizers",
-    "prepare",
-    "read_lines",
-    "read_parallel",
-    "read_tokenizer_info",
-    "tokenizer_info_json",
-    "train_sentencepiece",
-]
+from aiayn.exports import lazy_exports
+
+_SOURCES = {
+    "TOKENIZER_FILE": "aiayn.data.tokenizer_files",
+    "Batch": "aiayn.data.batching",
+    "BatchIterator": "aiayn.data.batching",
+    "CharTokenizer": "aiayn.data.tokenizer",
+    "CorpusError": "aiayn.data.corpus",
+    "ParallelData": "aiayn.data.dataset",
+    "ParallelSplit": "aiayn.data.dataset",
+    "SentencePieceTokenizer": "aiayn.data.tokenizer",
+    "TokenBatchSampler": "aiayn.data.batching",
+    "Tokenizer": "aiayn.data.tokenizer",
+    "TokenizerError": "aiayn.data.tokenizer",
+    "TokenizerInfo": "aiayn.data.tokenizer_files",
+    "collate": "aiayn.data.batching",
+    "describe_tokenizers": "aiayn.data.tokenizer_files",
+    "load_prepared": "aiayn.data.dataset",
+    "load_tokenizer": "aiayn.data.tokenizer",
+    "load_tokenizers": "aiayn.data.tokenizer_files",
+    "prepare": "aiayn.data.binarize",
+    "read_lines": "aiayn.data.corpus",
+    "read_parallel": "aiayn.data.corpus",
+    "read_tokenizer_info": "aiayn.data.tokenizer_files",
+    "tokenizer_info_json": "aiayn.data.tokenizer_files",
+    "train_sentencepiece": "aiayn.data.tokenizer",
+}
+__all__ = list(_SOURCES)
+__getattr__ = lazy_exports(__name__, _SOURCES)

@@ -2,9 +2,8 @@
 
 ``prepare_lm`` splits the text by characters (the first ``1 - valid_fraction`` for training,
 the rest for validation, as nanoGPT does), tokenises each part (characters or SentencePiece)
-and writes flat ``{split}.bin`` id streams with a manifest. ``TokenStream`` memory-maps them.
-
-Shapes: B blocks in a batch, T block size.
+and writes flat ``{split}.bin`` id streams with a manifest. ``TokenStream`` memory-maps them;
+``aiayn.data.blocks`` cuts them into batches. Imports no torch (``aiayn prepare`` needs none).
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from aiayn.data.corpus import (
     MANIFEST,
@@ -133,26 +130,3 @@ def load_lm_data(directory: str | Path) -> LMData:
     directory = Path(directory)
     manifest = read_manifest(directory, expected_format=FORMAT, description="LM dataset")
     return LMData(directory, manifest, load_tokenizer(directory / manifest["tokenizer"]))
-
-
-def random_blocks(
-    stream: np.ndarray, *, block_size: int, batch_size: int, generator: torch.Generator
-) -> tuple[Tensor, Tensor]:
-    """A batch of random contiguous blocks: inputs (B, T) and next-token targets (B, T)."""
-    if len(stream) <= block_size:
-        raise CorpusError(f"the token stream ({len(stream)}) is shorter than a block + 1")
-    starts = torch.randint(len(stream) - block_size, (batch_size,), generator=generator)
-    rows = np.stack([stream[s : s + block_size + 1] for s in starts.tolist()]).astype(np.int64)
-    block = torch.from_numpy(rows)  # (B, T + 1)
-    return block[:, :-1], block[:, 1:]
-
-
-def sequential_blocks(stream: np.ndarray, *, block_size: int, batch_size: int):
-    """Non-overlapping blocks covering the stream once, for an exact validation loss."""
-    n_blocks = (len(stream) - 1) // block_size
-    for first in range(0, n_blocks, batch_size):
-        count = min(batch_size, n_blocks - first)
-        starts = [(first + i) * block_size for i in range(count)]
-        rows = np.stack([stream[s : s + block_size + 1] for s in starts]).astype(np.int64)
-        block = torch.from_numpy(rows)  # (B, T + 1)
-        yield block[:, :-1], block[:, 1:]

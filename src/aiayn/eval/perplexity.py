@@ -9,8 +9,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from aiayn.data.blocks import sequential_blocks
 from aiayn.data.corpus import CorpusError
-from aiayn.data.lm import sequential_blocks
 from aiayn.models.lm import TransformerLM
 
 

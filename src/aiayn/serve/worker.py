@@ -108,7 +108,7 @@ def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
     import torch
 
     from aiayn.decode.translator import Translator
-    from aiayn.runtime import tune_allocator
+    from aiayn.memory import tune_allocator
 
     tune_allocator()
     torch.set_num_threads(spec.threads)

@@ -1,20 +1,22 @@
-"""Training: loss, schedules, checkpoints and the loop (never imports decode or cli)."""
+"""Training: loss, schedules, checkpoints and the loop (never imports decode or cli).
 
-from aiayn.accel.fused_loss import fused_label_smoothed_nll
-from aiayn.train.checkpoint import average_checkpoints, list_checkpoints
-from aiayn.train.loop import Trainer, TrainerState, TrainingError, Validator
-from aiayn.train.loss import label_smoothed_nll
-from aiayn.train.schedule import learning_rate, noam_lr
+Names are imported on first use (``aiayn.exports``): ``aiayn.train.metrics`` imports without
+torch.
+"""
 
-__all__ = [
-    "Trainer",
-    "TrainerState",
-    "TrainingError",
-    "Validator",
-    "average_checkpoints",
-    "fused_label_smoothed_nll",
-    "label_smoothed_nll",
-    "learning_rate",
-    "list_checkpoints",
-    "noam_lr",
-]
+from aiayn.exports import lazy_exports
+
+_SOURCES = {
+    "Trainer": "aiayn.train.loop",
+    "TrainerState": "aiayn.train.state",
+    "TrainingError": "aiayn.train.loop",
+    "Validator": "aiayn.train.loop",
+    "average_checkpoints": "aiayn.train.checkpoint",
+    "fused_label_smoothed_nll": "aiayn.accel.fused_loss",
+    "label_smoothed_nll": "aiayn.train.loss",
+    "learning_rate": "aiayn.train.schedule",
+    "list_checkpoints": "aiayn.train.checkpoint",
+    "noam_lr": "aiayn.train.schedule",
+}
+__all__ = list(_SOURCES)
+__getattr__ = lazy_exports(__name__, _SOURCES)

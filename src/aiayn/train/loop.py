@@ -19,15 +19,14 @@ from torch.nn.parallel import DistributedDataParallel
 from aiayn.config import TrainConfig
 from aiayn.config_io import config_to_dict
 from aiayn.errors import AiaynError
+from aiayn.memory import memory_mb, release_free_memory
 from aiayn.models import build_model
 from aiayn.runtime import (
     Distributed,
     ddp_arguments,
     distributed_from_env,
     init_distributed,
-    memory_mb,
     mixed_seed,
-    release_free_memory,
     select_device,
 )
 from aiayn.store.model_dir import read_model_config, save_model

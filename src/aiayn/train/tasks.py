@@ -13,7 +13,8 @@ from torch import Tensor, nn
 from aiayn import masks
 from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, CorpusError, TokenBatchSampler, collate, load_prepared
-from aiayn.data.lm import load_lm_data, random_blocks, sequential_blocks
+from aiayn.data.blocks import random_blocks, sequential_blocks
+from aiayn.data.lm import load_lm_data
 from aiayn.data.tokenizer_files import (
     TOKENIZER_FILE,
     TokenizerInfo,
