@@ -1,14 +1,16 @@
 """nanoGPT's CPU "baby GPT" on Shakespeare characters: aiayn and nanoGPT side by side, each
 timed as a user runs it (the commands' processes, start to exit), then cached generation.
 
-    python bench/lm_shakespeare.py [--nanogpt DIR] [--rounds 3] [--repeats 5]
+    python bench/lm_shakespeare.py [--nanogpt DIR] [--rounds 3] [--repeats 5] [--set KEY=VALUE]
 
 aiayn's whole run is ``aiayn prepare --text`` + ``aiayn train configs/shakespeare_char.toml``
 on $AIAYN_DATA_DIR/tinyshakespeare. With ``--nanogpt DIR`` (a checkout of karpathy/nanoGPT),
 each round also runs nanoGPT's ``data/shakespeare_char/prepare.py`` (on the same text, copied
 in, so nothing is downloaded) + ``train.py`` with its README's CPU settings, in a scratch
-copy. Rounds alternate the two systems, so a slow spell of this shared machine falls on both;
-medians are printed with the ratio. Then times 256 sampled tokens with and without the KV cache.
+copy. ``--set`` overrides fields of aiayn's config (e.g. nanoGPT's exact recipe, given in the
+config's comment). Rounds alternate the two systems, so a slow spell of this shared machine
+falls on both; medians are printed with the ratio. Then times 256 sampled tokens with and
+without the KV cache.
 """
 
 from __future__ import annotations
@@ -49,6 +51,14 @@ def main() -> None:
     parser.add_argument("--nanogpt", type=Path, help="a checkout of karpathy/nanoGPT")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5, help="timed generations per mode")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field of configs/shakespeare_char.toml for aiayn's runs (repeatable)",
+    )
     args = parser.parse_args()
     data_dir = Path(os.environ.get("AIAYN_DATA_DIR", ROOT.parent / "shared" / "data"))
     text = data_dir / "tinyshakespeare" / "input.txt.gz"
@@ -56,7 +66,7 @@ def main() -> None:
     runs: dict[str, list[tuple[float, float]]] = {"aiayn": [], "nanoGPT": []}
     try:
         for round_ in range(args.rounds):
-            runs["aiayn"].append(_aiayn_run(text, work / f"aiayn{round_}"))
+            runs["aiayn"].append(_aiayn_run(text, work / f"aiayn{round_}", args.overrides))
             if args.nanogpt:
                 runs["nanoGPT"].append(_nanogpt_run(args.nanogpt, text, work / f"nano{round_}"))
             print(
@@ -88,7 +98,7 @@ def _timed(command: list[str], cwd: Path) -> tuple[float, str]:
     return seconds, proc.stdout + proc.stderr
 
 
-def _aiayn_run(text: Path, work: Path) -> tuple[float, float]:
+def _aiayn_run(text: Path, work: Path, overrides: list[str]) -> tuple[float, float]:
     """Whole-run seconds and final validation loss of aiayn's prepare + train commands."""
     work.mkdir(parents=True)
     prepare, _ = _timed(["aiayn", "prepare", "--text", str(text), "--out", "data"], work)
@@ -101,6 +111,7 @@ def _aiayn_run(text: Path, work: Path) -> tuple[float, float]:
             'data.dir="data"',
             "--set",
             'run.dir="run"',
+            *(arg for override in overrides for arg in ("--set", override)),
         ],
         work,
     )
@@ -121,7 +132,7 @@ def _nanogpt_run(checkout: Path, text: Path, work: Path) -> tuple[float, float]:
 
 
 def _report(runs: dict[str, list[tuple[float, float]]], rounds: int) -> None:
-    print("allocators: aiayn tunes glibc malloc itself (aiayn.runtime); nanoGPT: default glibc")
+    print("allocators: aiayn tunes glibc malloc itself (aiayn.memory); nanoGPT: default glibc")
     print(f"medians of {rounds} rounds    {'wall s':>8} {'val loss':>9}")
     walls = {}
     for name, results in runs.items():
