@@ -1,6 +1,6 @@
 """Process set-up for training and inference: seeds, devices, and multi-process (torchrun)
 groups (the memory allocator's set-up is ``aiayn.memory``). No aiayn module imports this
-except the CLI, train and the pipeline."""
+except the CLI and train."""
 
 from __future__ import annotations
 
