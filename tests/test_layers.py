@@ -108,6 +108,7 @@ def test_lazy_package_names_resolve_like_imports():
 
     assert aiayn.train.Trainer is Trainer and aiayn.data.TokenBatchSampler is TokenBatchSampler
     for package in (aiayn.data, aiayn.train):
+        assert set(package.__all__) <= set(dir(package))
         assert all(getattr(package, name) is not None for name in package.__all__)
     with pytest.raises(AttributeError, match="no attribute 'Trainerr'"):
         aiayn.train.Trainerr  # noqa: B018

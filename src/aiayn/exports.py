@@ -13,9 +13,12 @@ import sys
 from collections.abc import Callable
 
 
-def lazy_exports(package: str, sources: dict[str, str]) -> Callable[[str], object]:
-    """A module-level ``__getattr__`` for ``package``: ``name`` is imported from the module
-    ``sources[name]`` the first time it is asked for, then kept in the package."""
+def lazy_exports(
+    package: str, sources: dict[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A module-level ``__getattr__`` and ``__dir__`` for ``package``: ``name`` is imported
+    from the module ``sources[name]`` the first time it is asked for, then kept in the
+    package; ``dir()`` lists the names before they are imported (for completion)."""
 
     def __getattr__(name: str) -> object:
         if name not in sources:
@@ -24,4 +27,7 @@ def lazy_exports(package: str, sources: dict[str, str]) -> Callable[[str], objec
         setattr(sys.modules[package], name, value)
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(sources))
+
+    return __getattr__, __dir__

@@ -32,4 +32,4 @@ _SOURCES = {
     "train_sentencepiece": "aiayn.data.tokenizer",
 }
 __all__ = list(_SOURCES)
-__getattr__ = lazy_exports(__name__, _SOURCES)
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)

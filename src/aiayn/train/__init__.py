@@ -19,4 +19,4 @@ _SOURCES = {
     "noam_lr": "aiayn.train.schedule",
 }
 __all__ = list(_SOURCES)
-__getattr__ = lazy_exports(__name__, _SOURCES)
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)
