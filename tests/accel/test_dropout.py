@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from aiayn.accel.dropout import UniformDropout
+from aiayn.accel.dropout import UniformDropout, keep_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -32,3 +32,23 @@ def test_gradients_flow_through_the_kept_elements():
     out = UniformDropout(0.5).train()(x)
     out.sum().backward()
     torch.testing.assert_close(x.grad, (out != 0).float() * 2.0)
+
+
+def test_the_same_seed_draws_the_same_mask_and_neighbours_are_independent():
+    """Four elements share one 64-bit draw: adjacent elements must still be kept
+    independently (the pairs' frequencies are those of independent draws)."""
+    torch.manual_seed(3)
+    first = keep_mask(torch.Size([1_000, 1_000]), 0.3)
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask(torch.Size([1_000, 1_000]), 0.3), first)
+    assert not torch.equal(keep_mask(torch.Size([1_000, 1_000]), 0.3), first)
+    flat = first.flatten()
+    for offset in (1, 2, 3, 4):
+        both = (flat[:-offset] & flat[offset:]).float().mean().item()
+        assert both == pytest.approx(0.7**2, abs=3e-3)
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), (5, 7), (2, 3, 5)])
+def test_masks_of_any_size(shape):
+    torch.manual_seed(0)
+    assert keep_mask(torch.Size(shape), 0.5).shape == shape
