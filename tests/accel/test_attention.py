@@ -56,6 +56,22 @@ def test_weights_asked_for_equal_the_reference_weights():
     torch.testing.assert_close(out, ref_out)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gradients_equal_the_references_under_a_causal_padding_mask(dtype):
+    tokens = torch.ones(2, 7, dtype=torch.long)
+    tokens[1, 5:] = 0
+    mask = masks.decoder_self_mask(tokens, pad_id=0)  # (B, 1, T, T)
+    grads = []
+    for attention in (scaled_dot_product_attention, cpu_attention):
+        q, k, v = (x.to(dtype).requires_grad_() for x in qkv(t=7, s=7, seed=5))
+        out, _ = attention(q, k, v, mask=mask)
+        out.float().square().sum().backward()
+        grads.append([x.grad.float() for x in (q, k, v)])
+    tol = 1e-5 if dtype == torch.float32 else 5e-2
+    for ours, reference in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, reference, atol=tol, rtol=tol)
+
+
 @pytest.mark.parametrize("length", [1, 5, 15, 16, 23])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_padded_softmax_is_the_softmax_for_any_row_length(length, dtype):
