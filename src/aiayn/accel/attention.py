@@ -9,10 +9,10 @@ for 64 × 5 beam queries × 16). The eager path scales, masks and casts the scor
 in one operation (``torch.add`` of an additive mask), rather than dividing and filling
 bfloat16 scores before a cast (measured alternately in one process, 2 threads: forward +
 backward 0.87× the time for the language model's 12 rows × 4 heads × 64 causal positions in
-bfloat16, 0.85–0.92× for the translation recipe's 170 rows × 24 positions, decoding steps
-0.74–1.0×; a whole language-model update 0.97–1.0×). Its softmax works around two slow
-paths of PyTorch's CPU kernels (``padded_softmax``). Elsewhere (GPUs) the fused kernel is
-used.
+bfloat16, 0.85–0.92× for the translation recipe's 170 rows × 24 positions, 0.74–1.0× at
+decoding's 1 or 5 queries; whole: a language-model update 0.97–1.0×, tiny bf16 decoding
+unchanged within ±3%). Its softmax works around two slow paths of PyTorch's CPU kernels
+(``padded_softmax``). Elsewhere (GPUs) the fused kernel is used.
 
 Shapes: B batch, H heads, T queries, S keys, Dh head dim.
 """
