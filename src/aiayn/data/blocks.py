@@ -22,9 +22,7 @@ def random_blocks(
     if len(stream) <= block_size:
         raise CorpusError(f"the token stream ({len(stream)}) is shorter than a block + 1")
     starts = torch.randint(len(stream) - block_size, (batch_size,), generator=generator)
-    rows = np.stack([stream[s : s + block_size + 1] for s in starts.tolist()]).astype(np.int64)
-    block = torch.from_numpy(rows)  # (B, T + 1)
-    return block[:, :-1], block[:, 1:]
+    return _inputs_and_targets(stream, starts.tolist(), block_size)
 
 
 def sequential_blocks(
@@ -35,6 +33,14 @@ def sequential_blocks(
     for first in range(0, n_blocks, batch_size):
         count = min(batch_size, n_blocks - first)
         starts = [(first + i) * block_size for i in range(count)]
-        rows = np.stack([stream[s : s + block_size + 1] for s in starts]).astype(np.int64)
-        block = torch.from_numpy(rows)  # (B, T + 1)
-        yield block[:, :-1], block[:, 1:]
+        yield _inputs_and_targets(stream, starts, block_size)
+
+
+def _inputs_and_targets(
+    stream: np.ndarray, starts: list[int], block_size: int
+) -> tuple[Tensor, Tensor]:
+    """The blocks of ``block_size`` + 1 tokens at ``starts``: inputs (B, T) and the next
+    tokens as targets (B, T)."""
+    rows = np.stack([stream[s : s + block_size + 1] for s in starts]).astype(np.int64)
+    block = torch.from_numpy(rows)  # (B, T + 1)
+    return block[:, :-1], block[:, 1:]
