@@ -199,7 +199,7 @@ class DataConfig:
     valid_split: str = "valid"
     max_tokens: int = 4096  # padded tokens per batch and side
     max_sentences: int = 0  # cap on sentences per batch (0: none)
-    pad_to_multiple: int = 1  # round each batch's width up to a multiple (after max_tokens)
+    pad_to_multiple: int = 1  # round each batch's width up to a multiple (within max_tokens)
     valid_max_tokens: int = 8192
     block_size: int = 256  # language model: tokens per block
     batch_size: int = 32  # language model: blocks per batch

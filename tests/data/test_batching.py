@@ -37,6 +37,25 @@ def test_padded_size_never_exceeds_max_tokens(train_split):
         assert batch.src.numel() <= 256 and batch.tgt_in.numel() <= 256
 
 
+def test_rounded_widths_count_within_max_tokens(train_split):
+    """With ``pad_to_multiple`` the sampler counts the widths ``collate`` rounds up to."""
+    sampler = _sampler(train_split, max_tokens=256, chunk_size=500, pad_to_multiple=8)
+    for indices in sampler.batches(0):
+        batch = collate(train_split, indices, pad_to_multiple=8)
+        assert batch.src.numel() <= 256 and batch.tgt_in.numel() <= 256
+
+
+def test_rounded_widths_make_few_batch_sizes(train_split):
+    """Counting rounded widths, every batch of one width has the same number of sentences
+    but the last of that width (cut short by a wider sentence): few tensor shapes."""
+
+    def sizes(multiple: int) -> set[int]:
+        sampler = _sampler(train_split, max_tokens=256, pad_to_multiple=multiple)
+        return {len(b) for epoch in range(3) for b in sampler.batches(epoch)}
+
+    assert len(sizes(8)) < len(sizes(1)) / 2
+
+
 def test_same_seed_same_batches_other_epoch_other_batches(train_split):
     a = _sampler(train_split, seed=7).batches(2)
     b = _sampler(train_split, seed=7).batches(2)

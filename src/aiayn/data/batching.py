@@ -97,9 +97,11 @@ def length_order(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray
 class TokenBatchSampler:
     """Groups sentence indices into batches of at most ``max_tokens`` padded tokens per side.
 
-    Padded here means to the batch's longest sentence; ``collate``'s rounding of the width
-    to a multiple comes on top (with 8: up to 7 more positions per sentence, ~5,000
-    positions for 4,096 tokens of short sentences).
+    Padded means as ``collate`` pads: to the batch's longest sentence, rounded up to a
+    multiple of ``pad_to_multiple`` (give both the same value). Counting the rounded width
+    also makes the batch sizes few: with 8, an epoch of the Multi30k recipe (114 batches)
+    has 11 shapes (sentences × source × target width) instead of 36, and oneDNN's caches
+    hold buffers for each shape met (heap in use after 150 updates: 252 vs 365 MiB).
 
     For each epoch: shuffle all indices (seeded by ``seed`` and the epoch), cut them into
     chunks, sort each chunk by length (``length_order``), fill batches greedily, then
@@ -117,6 +119,7 @@ class TokenBatchSampler:
         seed: int = 0,
         chunk_size: int = 1 << 17,
         max_sentences: int | None = None,
+        pad_to_multiple: int = 1,
     ):
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
@@ -127,6 +130,7 @@ class TokenBatchSampler:
         self.seed = seed
         self.chunk_size = chunk_size
         self.max_sentences = max_sentences
+        self.pad_to_multiple = pad_to_multiple
 
     def __len__(self) -> int:
         return len(self.src_lengths)
@@ -146,7 +150,8 @@ class TokenBatchSampler:
             chunk = order[start : start + self.chunk_size]
             src, tgt = self._padded_lengths(chunk)
             by_length = length_order(src, tgt)
-            batches.extend(self._fill(chunk[by_length], np.maximum(src, tgt)[by_length]))
+            width = self._rounded(np.maximum(src, tgt))  # what collate pads each side to
+            batches.extend(self._fill(chunk[by_length], width[by_length]))
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         return batches
@@ -155,6 +160,11 @@ class TokenBatchSampler:
         """Lengths with EOS (source) and BOS/EOS (target), as int64."""
         src = self.src_lengths[indices].astype(np.int64) + 1
         return src, self.tgt_lengths[indices].astype(np.int64) + 1
+
+    def _rounded(self, lengths: np.ndarray) -> np.ndarray:
+        """``lengths`` rounded up to a multiple of ``pad_to_multiple``, as ``collate`` pads."""
+        multiple = self.pad_to_multiple
+        return -(-lengths // multiple) * multiple
 
     def _fill(self, indices: np.ndarray, longest: np.ndarray) -> list[np.ndarray]:
         """Cut ``indices``, in order of non-decreasing ``longest``, into batches of at most
@@ -180,7 +190,7 @@ class TokenBatchSampler:
         for b in self.batches(epoch):
             src, tgt = self._padded_lengths(b)
             real += int(src.sum() + tgt.sum())
-            padded += len(b) * int(src.max() + tgt.max())
+            padded += len(b) * int(self._rounded(src.max()) + self._rounded(tgt.max()))
         return 1.0 - real / padded
 
 

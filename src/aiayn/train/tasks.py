@@ -72,6 +72,7 @@ class TranslationTask:
             max_tokens=cfg.data.max_tokens,
             seed=cfg.run.seed,
             max_sentences=cfg.data.max_sentences or None,
+            pad_to_multiple=self.pad_to_multiple,
         )
         self.train = BatchIterator(
             train,
@@ -86,6 +87,7 @@ class TranslationTask:
             self.valid.tgt.lengths,
             max_tokens=cfg.data.valid_max_tokens,
             shuffle=False,
+            pad_to_multiple=self.pad_to_multiple,
         )
 
     def model_config(self, model: ModelConfig) -> ModelConfig:
