@@ -36,6 +36,33 @@ def test_training_reduces_loss_and_writes_the_run(tiny_dataset, tmp_path):
     assert model.output.proj.weight.shape[0] == 60
 
 
+def test_free_heap_is_handed_back_after_each_update_that_meets_a_new_batch_shape(
+    tiny_dataset, tmp_path, monkeypatch
+):
+    releases: list[int] = []
+    shapes: list[tuple] = []
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "run", run={"max_updates": 30, "valid_every": 1000}
+    )
+    trainer = Trainer(cfg)
+    next_batch = trainer.task.next_batch
+
+    def recorded():
+        batch = next_batch()
+        shapes.append(tuple(t.shape for t in batch.model_inputs))
+        return batch
+
+    trainer.task.next_batch = recorded
+    monkeypatch.setattr(
+        "aiayn.train.loop.release_free_memory", lambda: releases.append(len(shapes))
+    )
+    trainer.train()
+    first_meetings = [i + 1 for i, s in enumerate(shapes) if s not in shapes[:i]]
+    assert 1 < len(first_meetings) < len(shapes)  # the test sees new and known shapes
+    assert releases[: len(first_meetings)] == first_meetings  # then validation's own two
+    assert len(releases) == len(first_meetings) + 2
+
+
 def test_window_speed_leaves_out_validation_and_checkpoint_time(monkeypatch):
     clock = iter([100.0, 110.0])
     monkeypatch.setattr("aiayn.train.state.time.perf_counter", lambda: next(clock))
