@@ -68,7 +68,7 @@ def _pad(
     multiple: int = 1,
 ) -> Tensor:
     extra = (prepend is not None) + (append is not None)
-    width = -(-(max(len(r) for r in rows) + extra) // multiple) * multiple
+    width = int(round_up(max(len(r) for r in rows) + extra, multiple))
     out = np.full((len(rows), width), PAD_ID, dtype=np.int64)
     start = 1 if prepend is not None else 0
     for i, row in enumerate(rows):
@@ -78,6 +78,11 @@ def _pad(
         if append is not None:
             out[i, start + len(row)] = append
     return torch.from_numpy(out)
+
+
+def round_up(length: int | np.ndarray, multiple: int) -> int | np.ndarray:
+    """``length`` rounded up to a multiple of ``multiple``: the width ``collate`` pads to."""
+    return -(-length // multiple) * multiple
 
 
 def length_order(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:
@@ -98,10 +103,11 @@ class TokenBatchSampler:
     """Groups sentence indices into batches of at most ``max_tokens`` padded tokens per side.
 
     Padded means as ``collate`` pads: to the batch's longest sentence, rounded up to a
-    multiple of ``pad_to_multiple`` (give both the same value). Counting the rounded width
-    also makes the batch sizes few: with 8, an epoch of the Multi30k recipe (114 batches)
-    has 11 shapes (sentences × source × target width) instead of 36, and oneDNN's caches
-    hold buffers for each shape met (heap in use after 150 updates: 252 vs 365 MiB).
+    multiple of ``pad_to_multiple`` (``BatchIterator`` collates with the sampler's value).
+    Counting the rounded width also makes the batch sizes few: with 8, an epoch of the
+    Multi30k recipe (114 batches) has 11 shapes (sentences × source × target width) instead
+    of 36, and oneDNN's caches hold buffers for each shape met (heap in use after 150
+    updates: 252 vs 365 MiB).
 
     For each epoch: shuffle all indices (seeded by ``seed`` and the epoch), cut them into
     chunks, sort each chunk by length (``length_order``), fill batches greedily, then
@@ -150,7 +156,7 @@ class TokenBatchSampler:
             chunk = order[start : start + self.chunk_size]
             src, tgt = self._padded_lengths(chunk)
             by_length = length_order(src, tgt)
-            width = self._rounded(np.maximum(src, tgt))  # what collate pads each side to
+            width = round_up(np.maximum(src, tgt), self.pad_to_multiple)  # as collate pads
             batches.extend(self._fill(chunk[by_length], width[by_length]))
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
@@ -160,11 +166,6 @@ class TokenBatchSampler:
         """Lengths with EOS (source) and BOS/EOS (target), as int64."""
         src = self.src_lengths[indices].astype(np.int64) + 1
         return src, self.tgt_lengths[indices].astype(np.int64) + 1
-
-    def _rounded(self, lengths: np.ndarray) -> np.ndarray:
-        """``lengths`` rounded up to a multiple of ``pad_to_multiple``, as ``collate`` pads."""
-        multiple = self.pad_to_multiple
-        return -(-lengths // multiple) * multiple
 
     def _fill(self, indices: np.ndarray, longest: np.ndarray) -> list[np.ndarray]:
         """Cut ``indices``, in order of non-decreasing ``longest``, into batches of at most
@@ -190,7 +191,8 @@ class TokenBatchSampler:
         for b in self.batches(epoch):
             src, tgt = self._padded_lengths(b)
             real += int(src.sum() + tgt.sum())
-            padded += len(b) * int(self._rounded(src.max()) + self._rounded(tgt.max()))
+            multiple = self.pad_to_multiple
+            padded += len(b) * int(round_up(src.max(), multiple) + round_up(tgt.max(), multiple))
         return 1.0 - real / padded
 
 
@@ -210,10 +212,8 @@ class BatchIterator:
         position: int = 0,
         num_shards: int = 1,
         shard: int = 0,
-        pad_to_multiple: int = 1,
     ):
         self.split = split
-        self.pad_to_multiple = pad_to_multiple
         self.sampler = sampler
         self.epoch = epoch
         self.position = position
@@ -243,7 +243,7 @@ class BatchIterator:
             batches = self._epoch_batches()
         indices = batches[self.position]
         self.position += 1
-        return collate(self.split, indices, self.pad_to_multiple)
+        return collate(self.split, indices, self.sampler.pad_to_multiple)
 
     def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position}

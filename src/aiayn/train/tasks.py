@@ -63,7 +63,6 @@ class TranslationTask:
 
     def __init__(self, cfg: TrainConfig, dist: Distributed, device: torch.device):
         self.device = device
-        self.pad_to_multiple = cfg.data.pad_to_multiple  # batch widths, training and validation
         self.data = load_prepared(cfg.data.dir)
         train = self.data.split(cfg.data.train_split)
         sampler = TokenBatchSampler(
@@ -72,14 +71,13 @@ class TranslationTask:
             max_tokens=cfg.data.max_tokens,
             seed=cfg.run.seed,
             max_sentences=cfg.data.max_sentences or None,
-            pad_to_multiple=self.pad_to_multiple,
+            pad_to_multiple=cfg.data.pad_to_multiple,
         )
         self.train = BatchIterator(
             train,
             sampler,
             num_shards=dist.world_size,
             shard=dist.rank,
-            pad_to_multiple=self.pad_to_multiple,
         )
         self.valid = self.data.split(cfg.data.valid_split)
         self._valid_sampler = TokenBatchSampler(
@@ -87,7 +85,7 @@ class TranslationTask:
             self.valid.tgt.lengths,
             max_tokens=cfg.data.valid_max_tokens,
             shuffle=False,
-            pad_to_multiple=self.pad_to_multiple,
+            pad_to_multiple=cfg.data.pad_to_multiple,
         )
 
     def model_config(self, model: ModelConfig) -> ModelConfig:
@@ -105,10 +103,10 @@ class TranslationTask:
         return self._checked(next(self.train)).to(self.device)
 
     def valid_batches(self) -> list[Batch]:
-        batches = self._valid_sampler.batches(0)
+        sampler = self._valid_sampler
         return [
-            self._checked(collate(self.valid, b, self.pad_to_multiple)).to(self.device)
-            for b in batches
+            self._checked(collate(self.valid, b, sampler.pad_to_multiple)).to(self.device)
+            for b in sampler.batches(0)
         ]
 
     def verify_data(self) -> None:
