@@ -45,6 +45,12 @@ def test_rounded_widths_count_within_max_tokens(train_split):
         assert batch.src.numel() <= 256 and batch.tgt_in.numel() <= 256
 
 
+@pytest.mark.parametrize("bad", [{"max_tokens": 0}, {"pad_to_multiple": 0}])
+def test_sampler_refuses_sizes_below_one(train_split, bad):
+    with pytest.raises(ValueError, match="must be positive"):
+        _sampler(train_split, **bad)
+
+
 def test_rounded_widths_make_few_batch_sizes(train_split):
     """Counting rounded widths, every batch of one width has the same number of sentences
     but the last of that width (cut short by a wider sentence): few tensor shapes."""

@@ -129,6 +129,8 @@ class TokenBatchSampler:
     ):
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        if pad_to_multiple < 1:
+            raise ValueError(f"pad_to_multiple must be positive, got {pad_to_multiple}")
         self.src_lengths = np.asarray(src_lengths)  # without EOS (+ 1 below)
         self.tgt_lengths = np.asarray(tgt_lengths)  # without BOS or EOS (+ 1 below)
         self.max_tokens = max_tokens
