@@ -85,7 +85,7 @@ class BatchStats:
 
 class Decoder(Protocol):
     """What decodes a batch: a ``Translator``, or one in its own process
-    (``aiayn.serve.worker.TranslatorProcess``)."""
+    (``aiayn.decode.process.TranslatorProcess``)."""
 
     def translate(
         self, texts: list[str], options: SearchOptions, *, target_token: str | None = None

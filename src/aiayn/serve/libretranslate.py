@@ -16,11 +16,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from aiayn.decode.process import DecoderCrashed, DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.serve.app import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
 from aiayn.serve.page import PAGE
-from aiayn.serve.worker import DecoderCrashed, DecoderSpec, TranslatorProcess
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",

@@ -1,0 +1,28 @@
+"""A Translator in its own process answers as the Translator does, warnings included."""
+
+import pytest
+
+from aiayn.decode.process import DecoderSpec, TranslatorProcess
+from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+
+
+def test_same_translations_and_warnings_as_in_process(trained_model_dir):
+    lines = ["a b c d e f", "", "the dog runs"]
+    options = SearchOptions(beam=3, nbest=2, max_src_len=4)
+    here: list[str] = []
+    expected = Translator.from_dir(trained_model_dir).translate(lines, options, warn=here.append)
+    there: list[str] = []
+    with TranslatorProcess(DecoderSpec(str(trained_model_dir))) as translator:
+        found = translator.translate(lines, options, warn=there.append)
+        with pytest.raises(TranslationError, match="more than --max-src-len"):
+            translator.translate(lines, SearchOptions(max_src_len=4, on_long="error"))
+    assert found == expected
+    assert there == here
+    assert [w.split(":")[0] for w in here] == ["line 1", "line 3"]
+
+
+def test_an_error_in_the_with_block_ends_the_process_at_once(trained_model_dir):
+    translator = TranslatorProcess(DecoderSpec(str(trained_model_dir)))
+    with pytest.raises(KeyboardInterrupt), translator:
+        raise KeyboardInterrupt
+    assert not translator._process.is_alive()
