@@ -780,6 +780,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "beam",
     ),
     (
+        "pipeline: decoding batch of 0 tokens",
+        recipe_text("[pipeline]\nbatch_tokens = 0\n"),
+        ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
+        "batch_tokens",
+    ),
+    (
         "pipeline: prepare key clash",
         recipe_text('[prepare]\nsrc_lang = "xx"\n'),
         ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],

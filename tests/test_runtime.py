@@ -93,19 +93,3 @@ def test_free_heap_pages_go_back_to_the_kernel_when_asked():
     freed_by_free, freed_by_release = map(float, _in_fresh_process(code).split())
     assert freed_by_free < 50  # the tuned allocator keeps what is freed...
     assert freed_by_release > 250  # ...until it is asked to hand it back
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_large_blocks_can_be_handed_back_as_soon_as_freed_after_training():
-    code = """
-        from aiayn.memory import map_large_blocks, memory_mb, tune_allocator
-        tune_allocator()
-        map_large_blocks(4 << 20)
-        before = memory_mb()[0]
-        block = bytearray(256 << 20)  # zero-filled: resident
-        held = memory_mb()[0]
-        del block
-        print(held - before, held - memory_mb()[0])
-    """
-    grew, gave_back = map(float, _in_fresh_process(code).split())
-    assert grew > 200 and gave_back > 200

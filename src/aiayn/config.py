@@ -314,13 +314,15 @@ class PipelineConfig:
     beam: int = 5
     alpha: float = 0.6  # length-penalty exponent, unless tune_alpha chooses one
     max_len_b: int = 50  # outputs are at most input length + max_len_b tokens (§6.1)
+    batch_tokens: int = 4096  # source tokens per decoding batch (padded)
     tune_alpha: tuple[float, ...] = ()  # exponents tried on the validation split; best is used
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
 
     def __post_init__(self) -> None:
         at_least_0 = ("alpha", "examples", "test_limit", "max_len_b")
-        check_ranges(self, at_least_1=("average_last", "beam"), at_least_0=at_least_0)
+        at_least_1 = ("average_last", "beam", "batch_tokens")
+        check_ranges(self, at_least_1=at_least_1, at_least_0=at_least_0)
         if self.dataset == "files" and not (self.train and self.valid):
             raise ValueError('dataset "files" needs the train and valid file prefixes')
         if any(not a >= 0 for a in self.tune_alpha):

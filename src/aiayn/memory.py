@@ -12,9 +12,7 @@ import sys
 
 # mallopt parameters (glibc malloc.h)
 _M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
-_GLIBC_MMAP_MAX = 65536  # glibc's default for M_MMAP_MAX
 # Entries of ideep's own cache of oneDNN computations (its default: 1024). oneDNN's primitive
 # cache below it keeps the compiled kernels either way; ideep's entries add buffers for
 # each batch shape met: ~5 MB per shape in a bfloat16 Transformer-Tiny training step, ~200 MB
@@ -61,28 +59,13 @@ def _glibc() -> ctypes.CDLL | None:
 
 
 def release_free_memory() -> None:
-    """Give the heap's free pages back to the kernel (glibc's ``malloc_trim``), between the
-    stages of a process (training, then decoding) whose memory differs: with trimming off
-    (``tune_allocator``) they would otherwise stay resident until the process ends."""
+    """Give the heap's free pages back to the kernel (glibc's ``malloc_trim``) when a process
+    moves on to work whose memory differs (after training; after an update that met a new
+    batch shape): with trimming off (``tune_allocator``) they would otherwise stay resident
+    until the process ends."""
     libc = _glibc()
     if libc is not None:  # other allocators are left to their own ways
         libc.malloc_trim(0)
-
-
-def map_large_blocks(min_bytes: int = 4 << 20) -> None:
-    """From now on give blocks of ``min_bytes`` or more their own mapping, handed back when
-    freed (glibc's default way, which ``tune_allocator`` turns off for training's speed).
-
-    For a stage after training in the same process: beam search's largest tensors (the
-    log-probabilities of every hypothesis, ~60 MB for 1,500 × 10k) would otherwise be carved
-    from the trained heap's scattered free chunks. Measured on the main job's pipeline (300
-    updates, two runs each): the command's peak 1,574 / 1,631 MiB (training's) instead of
-    1,970 / 1,985 in the test decoding, which ran 0–15% slower (±10% noise): ~1 s of the job.
-    """
-    libc = _glibc()
-    if libc is not None:
-        libc.mallopt(_M_MMAP_MAX, _GLIBC_MMAP_MAX)
-        libc.mallopt(_M_MMAP_THRESHOLD, min_bytes)
 
 
 def memory_mb() -> tuple[float, float]:

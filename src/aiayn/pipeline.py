@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
+import torch
+
 from aiayn.config import PipelineConfig, PrepareConfig, Recipe
 from aiayn.config_io import config_to_dict
 from aiayn.data import prepare
@@ -22,11 +24,12 @@ from aiayn.data.binarize import resolve_split_file, split_name
 from aiayn.data.corpus import MANIFEST, CorpusError, read_lines
 from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.data.wmt14 import fetch_wmt14
-from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.decode.process import DecoderSpec, TranslatorProcess
+from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
-from aiayn.memory import map_large_blocks, release_free_memory
+from aiayn.memory import release_free_memory
 from aiayn.store.model_dir import save_model
-from aiayn.train import Trainer, list_checkpoints
+from aiayn.train import Trainer, TrainerState, list_checkpoints
 from aiayn.train.checkpoint import average_checkpoints, model_assets
 from aiayn.train.metrics import Reporter, SilentReporter
 from aiayn.validation import validators_for
@@ -103,17 +106,8 @@ def run_pipeline(
     done("prepare")
 
     stage("train")
-    train_cfg = dataclasses.replace(
-        recipe.train,
-        data=dataclasses.replace(recipe.train.data, dir=str(data_dir)),
-        run=dataclasses.replace(recipe.train.run, dir=str(work / "run")),
-    )
-    trainer = Trainer(
-        train_cfg, resume=True, reporter=reporter, validators=validators_for(train_cfg)
-    )
-    state = trainer.train()
-    release_free_memory()  # the training heap, before decoding builds its own
-    map_large_blocks()  # decoding's largest tensors not carved from the trained heap
+    state = _train(recipe, data_dir, work / "run", reporter)
+    release_free_memory()  # the trainer's heap: this process only waits from now on
     done("train")
 
     stage("average")
@@ -127,19 +121,22 @@ def run_pipeline(
     )
     done("average")
 
-    translator = Translator.from_dir(model_dir)
-    alpha, alpha_scores = p.alpha, {}
-    if p.tune_alpha:
-        stage("tune length penalty")
-        alpha, alpha_scores = _tune_alpha(translator, corpus, p, log)
-        done("tune length penalty")
+    # in a process of its own: its heap is not the trained one (aiayn.decode.process)
+    decoder = DecoderSpec(str(model_dir), threads=torch.get_num_threads())
+    with TranslatorProcess(decoder) as translator:
+        alpha, alpha_scores = p.alpha, {}
+        if p.tune_alpha:
+            stage("tune length penalty")
+            alpha, alpha_scores = _tune_alpha(translator, corpus, p, log)
+            done("tune length penalty")
 
-    stage("translate and score")
-    options = SearchOptions(beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b)
-    tests = [
-        _translate_split(translator, corpus, split, p, options, work, log) for split in corpus.tests
-    ]
-    done("translate and score")
+        stage("translate and score")
+        options = _search_options(p, alpha)
+        tests = [
+            _translate_split(translator, corpus, split, p, options, work, log)
+            for split in corpus.tests
+        ]
+        done("translate and score")
 
     result = PipelineResult(
         work_dir=str(work),
@@ -155,6 +152,17 @@ def run_pipeline(
     payload = dataclasses.asdict(result) | {"recipe": _recipe_dict(recipe)}
     (work / "results.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
     return result
+
+
+def _train(recipe: Recipe, data_dir: Path, run_dir: Path, reporter: Reporter) -> TrainerState:
+    """Train (or resume) the recipe's model; the trainer, its model and its data are let go
+    on return."""
+    cfg = dataclasses.replace(
+        recipe.train,
+        data=dataclasses.replace(recipe.train.data, dir=str(data_dir)),
+        run=dataclasses.replace(recipe.train.run, dir=str(run_dir)),
+    )
+    return Trainer(cfg, resume=True, reporter=reporter, validators=validators_for(cfg)).train()
 
 
 @dataclass(frozen=True)
@@ -236,13 +244,19 @@ def _tune_alpha(translator, corpus: CorpusFiles, p, log) -> tuple[float, dict[fl
     sources, references = _read_split(corpus.valid, p)
     scores = {}
     for alpha in p.tune_alpha:
-        options = SearchOptions(beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b)
+        options = _search_options(p, alpha)
         hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
         scores[alpha] = corpus_scores(hyps, references, tokenized=corpus.pretokenized).bleu
         log(f"valid: α {alpha}: BLEU {scores[alpha]:.2f}")
     best = max(p.tune_alpha, key=lambda a: scores[a])
     log(f"length penalty: α {best} (best validation BLEU)")
     return best, scores
+
+
+def _search_options(p: PipelineConfig, alpha: float) -> SearchOptions:
+    return SearchOptions(
+        beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b, batch_tokens=p.batch_tokens
+    )
 
 
 def _translate_split(translator, corpus: CorpusFiles, split, p, options, work, log) -> TestResult:
