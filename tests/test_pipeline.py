@@ -57,6 +57,7 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     assert set(result.alpha_scores) == {0.6, 1.2}
     assert result.alpha_scores[result.alpha] == max(result.alpha_scores.values())
     assert json.loads((work / "results.json").read_text())["updates"] == 90
+    assert result.total_seconds - sum(result.stage_seconds.values()) < 1.0  # all in stages
     table = format_results(result, recipe)
     assert "| test_2016_flickr |" in table and "tokens/s" in table
     assert f"-> α {result.alpha}" in table

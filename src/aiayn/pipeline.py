@@ -121,9 +121,10 @@ def run_pipeline(
     )
     done("average")
 
-    # in a process of its own: its heap is not the trained one (aiayn.decode.process)
+    stage("load model")  # in a process of its own: not in the trained heap (decode.process)
     decoder = DecoderSpec(str(model_dir), threads=torch.get_num_threads())
     with TranslatorProcess(decoder) as translator:
+        done("load model")
         alpha, alpha_scores = p.alpha, {}
         if p.tune_alpha:
             stage("tune length penalty")
