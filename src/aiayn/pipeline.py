@@ -73,6 +73,9 @@ def run_pipeline(
 ) -> PipelineResult:
     """Run every stage of ``recipe`` in ``work_dir``; see the module docstring.
 
+    The test sets are decoded in a spawned process (``aiayn.decode.process``): a script that
+    calls this runs it under ``if __name__ == "__main__":``, as ``multiprocessing`` asks.
+
     Args:
         corpus_from: a local copy of a named corpus (Multi30k, WMT14) instead of a download.
         recipe_dir: what relative file prefixes of ``dataset = "files"`` are relative to.
