@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
+from aiayn.accel import DEFAULT_PROFILE
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError
 from aiayn.errors import AiaynError
 
@@ -44,7 +45,7 @@ class DecoderSpec:
 
     model: str
     device: str = "cpu"
-    profile: str = "fast"
+    profile: str = DEFAULT_PROFILE
     threads: int = 1
 
 
@@ -76,9 +77,7 @@ class TranslatorProcess:
         if kind is None:
             self.close()
         else:  # Ctrl-C or an error: no wait for the batch it may be decoding
-            self._process.kill()
-            self._process.join()
-            self._conn.close()
+            self._end(wait_s=0)
 
     def translate(
         self,
@@ -110,9 +109,14 @@ class TranslatorProcess:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._conn.send(None)
-        self._process.join(timeout=30)
+        self._end(wait_s=30)
+
+    def _end(self, wait_s: float) -> None:
+        """Wait up to ``wait_s`` for the process to end, then kill it."""
+        self._process.join(timeout=wait_s)
         if self._process.is_alive():
             self._process.kill()
+            self._process.join()
         self._conn.close()
 
     def _spawn(self) -> None:
