@@ -58,6 +58,16 @@ def tiny_config(**overrides) -> ModelConfig:
 PROFILES = ["reference", "fast"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` are skipped where CUDA is not available."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (marked gpu)")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(params=PROFILES)
 def profile(request) -> str:
     """Runs a test once with the paper's plain modules and once with the fast profile."""

@@ -72,6 +72,7 @@ def _train_losses(run_dir):
 def _accumulation_pair(dataset, tmp_path):
     """A one-process run with twice the accumulation, and the config for two processes."""
     common = {"max_updates": 8, "log_every": 1, "valid_every": 100, "save_every": 100}
+    common["device"] = "cpu"  # gloo on the CPU, also where GPUs (fewer than processes) exist
     model = {"dropout": 0.0}
     single = write_toml(
         tmp_path / "one.toml",

@@ -1,0 +1,130 @@
+"""The invariants again on a GPU: CUDA's attention kernels, decoding, bf16 and fp16 training,
+fp16 loss scaling, and checkpoints written on a GPU read on the CPU.
+
+Marked ``gpu``: skipped where CUDA is not available (CI), run by ``pytest -m gpu`` on a
+machine with one.
+"""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from aiayn.config import BOS_ID, PAD_ID
+from aiayn.decode import beam_search, greedy_search, stepper_for
+from aiayn.decode.stepper import UncachedTransformerStepper
+from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.modules.attention import scaled_dot_product_attention
+from aiayn.store import load_model
+from aiayn.train import Trainer
+
+from .conftest import random_tokens, tiny_config, tiny_model
+from .test_transformer import _reference_from
+from .train.conftest import tiny_train_config
+
+pytestmark = pytest.mark.gpu
+CUDA = torch.device("cuda")
+LINES = ["a b c d", "e f g", "b a", "d d c e f", "g"]
+
+
+def test_logits_equal_torch_nn_transformer_on_cuda(profile):
+    cfg = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
+    model = tiny_model(profile=profile, n_encoder_layers=3, n_decoder_layers=2).to(CUDA)
+    ref = _reference_from(model, cfg).to(CUDA)
+    src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1).to(CUDA)
+    tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2).to(CUDA)
+    tgt[:, 0] = BOS_ID
+    with torch.no_grad():
+        ours = model(src, tgt)
+        hidden = ref(
+            model.src_embed(src),
+            model.tgt_embed(tgt),
+            tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(7, device=CUDA),
+            src_key_padding_mask=src == PAD_ID,
+            tgt_key_padding_mask=tgt == PAD_ID,
+            memory_key_padding_mask=src == PAD_ID,
+            tgt_is_causal=True,
+        )
+        theirs = model.output(hidden)
+    real = tgt != PAD_ID
+    torch.testing.assert_close(ours[real], theirs[real], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_fused_attention_equals_the_eager_form_on_cuda(dtype):
+    g = torch.Generator(device=CUDA).manual_seed(0)
+    q, k, v = (torch.randn(3, 4, 7, 16, generator=g, device=CUDA, dtype=dtype) for _ in "qkv")
+    mask = torch.ones(3, 1, 1, 7, dtype=torch.bool, device=CUDA)  # (B, 1, 1, S)
+    mask[1, ..., 4:] = False
+    mask[2, ..., 1:] = False
+    fused, _ = scaled_dot_product_attention(q, k, v, mask=mask)
+    eager, weights = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=True)
+    tolerance = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(fused, eager, rtol=tolerance, atol=tolerance)
+    assert weights[1, ..., 4:].abs().max() == 0 and weights[2, ..., 1:].abs().max() == 0
+
+
+def test_cached_decoding_equals_uncached_and_the_cpu_on_cuda(trained_model_dir, profile):
+    cpu_model, _ = load_model(trained_model_dir, profile=profile)
+    model = copy.deepcopy(cpu_model).to(CUDA)
+    src = random_tokens(5, 8, 60, pad_from=[8, 3, 6, 2, 8], seed=4)
+    on_gpu = src.to(CUDA)
+    cached = greedy_search(stepper_for(model), on_gpu, profile=profile)
+    assert torch.equal(cached, greedy_search(UncachedTransformerStepper(model), on_gpu))
+    assert torch.equal(cached.cpu(), greedy_search(stepper_for(cpu_model), src, profile=profile))
+    beams = beam_search(stepper_for(model), on_gpu, beam=4, nbest=4, profile=profile)
+    plain = beam_search(UncachedTransformerStepper(model), on_gpu, beam=4, nbest=4)
+    for a, b in zip(beams, plain, strict=True):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_translator_on_cuda_translates_as_on_the_cpu(trained_model_dir, precision):
+    options = SearchOptions(beam=4, precision=precision)
+    on_gpu = Translator.from_dir(trained_model_dir, device="cuda").translate(LINES, options)
+    on_cpu = Translator.from_dir(trained_model_dir).translate(LINES, options)
+    assert [t[0].text for t in on_gpu] == [t[0].text for t in on_cpu]
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_training_on_cuda_lowers_the_loss(tiny_dataset, tmp_path, precision):
+    run = {"device": "cuda", "precision": precision, "max_updates": 24}
+    trainer = Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run))
+    state = trainer.train()
+    assert state.update == 24 and state.nonfinite_total == 0
+    assert next(trainer.model.parameters()).device.type == "cuda"
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    losses = [r["loss"] for r in rows if r["kind"] == "train"]
+    assert len(losses) == 6 and losses[-1] < losses[0]
+
+
+def test_fp16_loss_scaling_recovers_from_an_overflow(tiny_dataset, tmp_path):
+    """A loss scale far too large makes the first updates' fp16 gradients overflow: those
+    optimiser steps are skipped and the scale is lowered until the gradients are finite,
+    then training goes on (the loss itself was finite all along)."""
+    run = {"device": "cuda", "precision": "fp16", "max_updates": 40}
+    trainer = Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run))
+    trainer.scaler = torch.amp.GradScaler("cuda", init_scale=2.0**40)
+    before = copy.deepcopy(trainer.model.state_dict())
+    trainer._update()
+    after_overflow = trainer.model.state_dict()
+    assert all(torch.equal(before[k], v) for k, v in after_overflow.items()), "step not skipped"
+    assert trainer.scaler.get_scale() < 2.0**40
+    state = trainer.train()
+    assert state.nonfinite_total == 0
+    assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+
+
+def test_a_checkpoint_written_on_cuda_loads_on_the_cpu(tiny_dataset, tmp_path):
+    run = {"device": "cuda", "precision": "bf16", "max_updates": 6}
+    trainer = Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run=run))
+    trainer.train()
+    model, _ = load_model(tmp_path / "run" / "best")
+    trained = trainer.model.state_dict()
+    for name, tensor in model.state_dict().items():
+        assert tensor.device.type == "cpu"
+        assert torch.equal(tensor, trained[name].cpu()), name
+    assert Translator.from_dir(tmp_path / "run" / "best").translate(LINES[:2])
