@@ -1,6 +1,7 @@
 """Training-step throughput, side by side: aiayn vs torch.nn.Transformer vs HF Marian.
 
     python bench/train.py [--sizes tiny base] [--steps 8]
+    python bench/train.py --device cuda [--sizes base big] [--pairs 1700]
 
 Target tokens per second of a full training step (forward, backward, Adam step) on batches
 shaped like Multi30k (146 sentence pairs of 12-16 tokens, ~2.1k target tokens, vocabulary
@@ -8,6 +9,12 @@ shaped like Multi30k (146 sentence pairs of 12-16 tokens, ~2.1k target tokens, v
 so that allocator settings cannot leak from one system to another; the allocator is named
 in every row. "default" is glibc malloc as it comes; "tuned" is what aiayn sets up itself
 (mallopt: no mmap, no trim). Medians over the timed steps.
+
+On a GPU (``--device cuda``) every system trains in bfloat16 autocast, the batch has
+``--pairs`` sentence pairs of the same shape (1,700: ~25k target tokens, the paper's batch
+of §5.1), and each row also gives its model FLOP utilisation: 6 × the parameters a token
+passes through (embeddings as the output projection) × tokens, per second, against the
+GPU's dense bfloat16 peak (``--peak-tflops``; 989 for an H100 SXM).
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ import json
 import statistics
 import time
 
-from common import SIZES, VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
+from common import VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
 
+SIZES = ("tiny", "base", "big")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
+PAIRS = 146  # sentence pairs per batch: ~2.1k target tokens, a Multi30k batch
 RUNS = [  # (system, precision, allocator)
     ("aiayn", "fp32", "tuned"),
     ("aiayn", "bf16", "tuned"),
@@ -28,13 +37,13 @@ RUNS = [  # (system, precision, allocator)
     ("nn.Transformer", "bf16", "tuned"),
     ("HF Marian", "fp32", "default"),
 ]
+GPU_RUNS = [(system, "bf16", "default") for system in ("aiayn", "nn.Transformer", "HF Marian")]
 
 
-def batch(seed: int = 0):
+def batch(n: int = PAIRS, seed: int = 0):
     import torch
 
     g = torch.Generator().manual_seed(seed)
-    n = 146
     src_len = torch.randint(12, 17, (n,), generator=g)
     tgt_len = torch.randint(12, 17, (n,), generator=g)
     src = torch.zeros(n, 17, dtype=torch.long)
@@ -90,7 +99,7 @@ def torch_step(size):
             scale = s.d_model**0.5
             x = self.embed(src) * scale + self.pos[: src.size(1)]
             y = self.embed(tgt) * scale + self.pos[: tgt.size(1)]
-            causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1))
+            causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device)
             h = self.core(
                 x,
                 y,
@@ -135,66 +144,119 @@ def marian_step(size):
 BUILDERS = {"aiayn": aiayn_step, "nn.Transformer": torch_step, "HF Marian": marian_step}
 
 
-def worker(system: str, size: str, precision: str, steps: int) -> dict:
+def worker(system: str, size: str, precision: str, steps: int, device: str, pairs: int) -> dict:
     import contextlib
 
     import torch
 
-    torch.set_num_threads(2)
+    if device == "cpu":
+        torch.set_num_threads(2)
     torch.manual_seed(0)
     model, loss_fn = BUILDERS[system](size)
+    model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    src, tgt_in, tgt_out = batch()
+    src, tgt_in, tgt_out = (t.to(device) for t in batch(pairs))
     tokens = int((tgt_out != 0).sum())
     times = []
     for step in range(steps + 2):  # two warm-up steps
         autocast = (
-            torch.autocast("cpu", dtype=torch.bfloat16)
+            torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
             if precision == "bf16"
             else contextlib.nullcontext()
         )
+        _synchronize(device)
         begin = time.perf_counter()
         with autocast:
             loss = loss_fn(src, tgt_in, tgt_out)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        _synchronize(device)
         if step >= 2:
             times.append(time.perf_counter() - begin)
-    return {"tokens_per_s": tokens / statistics.median(times), "tokens": tokens}
+    flops = 6 * (
+        _flop_params(size, "encoder") * int((src != 0).sum())
+        + _flop_params(size, "decoder") * tokens
+    )
+    return {
+        "tokens_per_s": tokens / statistics.median(times),
+        "tokens": tokens,
+        "flops_per_step": flops,
+        "step_s": statistics.median(times),
+    }
+
+
+def _synchronize(device: str) -> None:
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _flop_params(size: str, side: str) -> int:
+    """Weights a token of ``side`` is multiplied by (twice per weight forward, four times
+    backward): its layers' projections, and on the decoder side the output projection."""
+    s = aiayn_config(size)
+    attention = 4 * s.d_model * s.d_model
+    ffn = 2 * s.d_model * s.d_ff
+    if side == "encoder":
+        return s.n_encoder_layers * (attention + ffn)
+    return s.n_decoder_layers * (2 * attention + ffn) + s.d_model * VOCAB
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", nargs="+", default=["tiny", "base"], choices=SIZES)
+    parser.add_argument(
+        "--sizes", nargs="+", choices=SIZES, help="default: tiny base (CPU), base big (GPU)"
+    )
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        help="sentence pairs per batch (default: 146 on the CPU, 1,700 on a GPU)",
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, default=989.0, help="the GPU's dense bf16 peak"
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "PRECISION", "ALLOC"))
     args = parser.parse_args()
+    gpu = args.device != "cpu"
+    pairs = args.pairs or (1700 if gpu else PAIRS)
     if args.worker:
         system, size, precision, allocator = args.worker
         set_up_allocator(allocator)
-        print(json.dumps(worker(system, size, precision, args.steps)))
+        print(json.dumps(worker(system, size, precision, args.steps, args.device, pairs)))
         return
-    for size in args.sizes:
-        steps = args.steps if size == "tiny" else max(3, args.steps // 2)
-        print(f"\n{size}: target tokens/s of a training step (median of {steps}, 2 threads)")
-        print(f"  {'system':16} {'precision':9} {'allocator':9} {'tok/s':>9} {'vs nn.T fp32':>12}")
+    options = ["--steps", "", "--device", args.device, "--pairs", str(pairs)]
+    for size in args.sizes or (["base", "big"] if gpu else ["tiny", "base"]):
+        steps = args.steps if size == "tiny" or gpu else max(3, args.steps // 2)
+        options[1] = str(steps)
+        where = args.device if gpu else "2 threads"
+        print(f"\n{size}: target tokens/s of a training step ", end="")
+        print(f"(median of {steps}, {where}, {pairs} pairs)")
+        versus = "vs nn.T" if gpu else "vs nn.T fp32"
+        header = f"  {'system':16} {'precision':9} {'allocator':9} {'tok/s':>9} {versus:>12}"
+        print(f"{header} MFU" if gpu else header)
         results = {}
-        for system, precision, allocator in RUNS:
+        for system, precision, allocator in GPU_RUNS if gpu else RUNS:
             measured = measure_in_subprocess(
-                __file__, [system, size, precision, allocator], allocator, ["--steps", str(steps)]
+                __file__, [system, size, precision, allocator], allocator, options
             )
             if isinstance(measured, str):
                 print(f"  {system:16} {precision:9} {allocator:9} {'failed':>9}  ({measured})")
                 continue
             results[(system, precision, allocator)] = measured["tokens_per_s"]
-            base = results.get(("nn.Transformer", "fp32", "default"))
+            base = results.get(("nn.Transformer", "bf16" if gpu else "fp32", "default"))
             value = results[(system, precision, allocator)]
             ratio = f"{value / base:.2f}x" if base else ""
-            print(
-                f"  {system:16} {precision:9} {allocator:9} {value:>9,.0f} {ratio:>12}", flush=True
-            )
-        _summary(results)
+            mfu = measured["flops_per_step"] / measured["step_s"] / (args.peak_tflops * 1e12)
+            row = f"  {system:16} {precision:9} {allocator:9} {value:>9,.0f} {ratio:>12}"
+            print(f"{row} {mfu:.1%}" if gpu else row, flush=True)
+        if gpu:
+            _gpu_summary(results)
+        else:
+            _summary(results)
 
 
 def _summary(results: dict) -> None:
@@ -208,6 +270,13 @@ def _summary(results: dict) -> None:
         )
     if ours and like:
         print(f"  like for like (both bf16, both tuned allocator): {ours / like:.2f}x")
+
+
+def _gpu_summary(results: dict) -> None:
+    ours = results.get(("aiayn", "bf16", "default"))
+    theirs = results.get(("nn.Transformer", "bf16", "default"))
+    if ours and theirs:
+        print(f"  like for like (both bf16 autocast, same batch): {ours / theirs:.2f}x")
 
 
 if __name__ == "__main__":

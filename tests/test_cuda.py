@@ -10,7 +10,9 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from aiayn.accel.fused_loss import GPU_CHUNK_ROWS, fused_label_smoothed_nll
 from aiayn.config import BOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, stepper_for
 from aiayn.decode.stepper import UncachedTransformerStepper
@@ -63,6 +65,26 @@ def test_fused_attention_equals_the_eager_form_on_cuda(dtype):
     tolerance = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(fused, eager, rtol=tolerance, atol=tolerance)
     assert weights[1, ..., 4:].abs().max() == 0 and weights[2, ..., 1:].abs().max() == 0
+
+
+def test_fused_loss_and_gradients_equal_cross_entropy_on_cuda():
+    """Over more rows than one of the GPU's chunks, with its default chunk size."""
+    g = torch.Generator(device=CUDA).manual_seed(0)
+    n = GPU_CHUNK_ROWS + 808
+    hidden = torch.randn(n, 16, generator=g, device=CUDA, requires_grad=True)
+    weight = torch.randn(30, 16, generator=g, device=CUDA, requires_grad=True)
+    target = torch.randint(0, 30, (n,), generator=g, device=CUDA)
+    loss, nll = fused_label_smoothed_nll(hidden, weight, target, epsilon=0.1)
+    loss.backward()
+    fused_grads = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    logits = hidden @ weight.T
+    ref = F.cross_entropy(logits, target, label_smoothing=0.1, reduction="sum")
+    ref.backward()
+    torch.testing.assert_close(loss, ref)
+    torch.testing.assert_close(nll, F.cross_entropy(logits, target, reduction="sum"))
+    torch.testing.assert_close(fused_grads[0], hidden.grad)
+    torch.testing.assert_close(fused_grads[1], weight.grad, rtol=1e-4, atol=1e-3)
 
 
 def test_cached_decoding_equals_uncached_and_the_cpu_on_cuda(trained_model_dir, profile):
