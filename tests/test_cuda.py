@@ -10,10 +10,8 @@ import json
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from aiayn.accel.fused_loss import GPU_CHUNK_ROWS, fused_label_smoothed_nll
-from aiayn.config import BOS_ID, PAD_ID
+from aiayn.accel.fused_loss import GPU_CHUNK_ROWS
 from aiayn.decode import beam_search, greedy_search, stepper_for
 from aiayn.decode.stepper import UncachedTransformerStepper
 from aiayn.decode.translator import SearchOptions, Translator
@@ -21,8 +19,9 @@ from aiayn.modules.attention import scaled_dot_product_attention
 from aiayn.store import load_model
 from aiayn.train import Trainer
 
-from .conftest import random_tokens, tiny_config, tiny_model
-from .test_transformer import _reference_from
+from .accel.test_fused_loss import assert_fused_equals_cross_entropy
+from .conftest import random_tokens
+from .test_transformer import assert_logits_equal_torch_nn_transformer
 from .train.conftest import tiny_train_config
 
 pytestmark = pytest.mark.gpu
@@ -31,26 +30,7 @@ LINES = ["a b c d", "e f g", "b a", "d d c e f", "g"]
 
 
 def test_logits_equal_torch_nn_transformer_on_cuda(profile):
-    cfg = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
-    model = tiny_model(profile=profile, n_encoder_layers=3, n_decoder_layers=2).to(CUDA)
-    ref = _reference_from(model, cfg).to(CUDA)
-    src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1).to(CUDA)
-    tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2).to(CUDA)
-    tgt[:, 0] = BOS_ID
-    with torch.no_grad():
-        ours = model(src, tgt)
-        hidden = ref(
-            model.src_embed(src),
-            model.tgt_embed(tgt),
-            tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(7, device=CUDA),
-            src_key_padding_mask=src == PAD_ID,
-            tgt_key_padding_mask=tgt == PAD_ID,
-            memory_key_padding_mask=src == PAD_ID,
-            tgt_is_causal=True,
-        )
-        theirs = model.output(hidden)
-    real = tgt != PAD_ID
-    torch.testing.assert_close(ours[real], theirs[real], rtol=1e-4, atol=1e-4)
+    assert_logits_equal_torch_nn_transformer(profile, "cuda", 1e-4)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -69,22 +49,7 @@ def test_fused_attention_equals_the_eager_form_on_cuda(dtype):
 
 def test_fused_loss_and_gradients_equal_cross_entropy_on_cuda():
     """Over more rows than one of the GPU's chunks, with its default chunk size."""
-    g = torch.Generator(device=CUDA).manual_seed(0)
-    n = GPU_CHUNK_ROWS + 808
-    hidden = torch.randn(n, 16, generator=g, device=CUDA, requires_grad=True)
-    weight = torch.randn(30, 16, generator=g, device=CUDA, requires_grad=True)
-    target = torch.randint(0, 30, (n,), generator=g, device=CUDA)
-    loss, nll = fused_label_smoothed_nll(hidden, weight, target, epsilon=0.1)
-    loss.backward()
-    fused_grads = hidden.grad.clone(), weight.grad.clone()
-    hidden.grad = weight.grad = None
-    logits = hidden @ weight.T
-    ref = F.cross_entropy(logits, target, label_smoothing=0.1, reduction="sum")
-    ref.backward()
-    torch.testing.assert_close(loss, ref)
-    torch.testing.assert_close(nll, F.cross_entropy(logits, target, reduction="sum"))
-    torch.testing.assert_close(fused_grads[0], hidden.grad)
-    torch.testing.assert_close(fused_grads[1], weight.grad, rtol=1e-4, atol=1e-3)
+    assert_fused_equals_cross_entropy(GPU_CHUNK_ROWS + 808, device="cuda", weight_grad_atol=1e-3)
 
 
 def test_cached_decoding_equals_uncached_and_the_cpu_on_cuda(trained_model_dir, profile):

@@ -62,20 +62,22 @@ def _copy_ffn_and_norms(ours, theirs, connections):
         _copy_linear(getattr(ours, name).norm, getattr(theirs, f"norm{i}"))
 
 
-def test_logits_equal_torch_nn_transformer_with_padding(profile):
+def assert_logits_equal_torch_nn_transformer(profile: str, device: str, tolerance: float):
+    """Our post-norm model and a torch.nn.Transformer with its weights, on padded batches."""
     cfg = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
     torch.manual_seed(0)
     model = build_model(cfg, profile=profile).eval()
-    ref = _reference_from(model, cfg)
-    src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1)
-    tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2)
+    ref = _reference_from(model, cfg).to(device)
+    model.to(device)
+    src = random_tokens(3, 9, cfg.src_vocab_size, pad_from=[9, 5, 2], seed=1).to(device)
+    tgt = random_tokens(3, 7, cfg.tgt_vocab_size, pad_from=[7, 3, 6], seed=2).to(device)
     tgt[:, 0] = BOS_ID
     with torch.no_grad():
         ours = model(src, tgt)
         hidden = ref(
             model.src_embed(src),
             model.tgt_embed(tgt),
-            tgt_mask=nn.Transformer.generate_square_subsequent_mask(7),
+            tgt_mask=nn.Transformer.generate_square_subsequent_mask(7, device=device),
             src_key_padding_mask=src == PAD_ID,
             tgt_key_padding_mask=tgt == PAD_ID,
             memory_key_padding_mask=src == PAD_ID,
@@ -83,7 +85,11 @@ def test_logits_equal_torch_nn_transformer_with_padding(profile):
         )
         theirs = model.output(hidden)
     real = tgt != PAD_ID
-    torch.testing.assert_close(ours[real], theirs[real], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ours[real], theirs[real], rtol=tolerance, atol=tolerance)
+
+
+def test_logits_equal_torch_nn_transformer_with_padding(profile):
+    assert_logits_equal_torch_nn_transformer(profile, "cpu", 1e-5)
 
 
 @pytest.mark.parametrize(("preset", "paper"), [("base", 65e6), ("big", 213e6)])
