@@ -24,9 +24,10 @@ import json
 import statistics
 import time
 
+from common import SIZES as CPU_SIZES
 from common import VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
 
-SIZES = ("tiny", "base", "big")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
+SIZES = (*CPU_SIZES, "big")  # big only makes sense on a GPU
 PAIRS = 146  # sentence pairs per batch: ~2.1k target tokens, a Multi30k batch
 RUNS = [  # (system, precision, allocator)
     ("aiayn", "fp32", "tuned"),

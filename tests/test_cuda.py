@@ -6,14 +6,12 @@ machine with one.
 """
 
 import copy
-import json
 
 import pytest
 import torch
 
 from aiayn.accel.fused_loss import GPU_CHUNK_ROWS
-from aiayn.decode import beam_search, greedy_search, stepper_for
-from aiayn.decode.stepper import UncachedTransformerStepper
+from aiayn.decode import greedy_search, stepper_for
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.modules.attention import scaled_dot_product_attention
 from aiayn.store import load_model
@@ -21,8 +19,9 @@ from aiayn.train import Trainer
 
 from .accel.test_fused_loss import assert_fused_equals_cross_entropy
 from .conftest import random_tokens
+from .decode.test_model_decoding import assert_cached_equals_uncached
 from .test_transformer import assert_logits_equal_torch_nn_transformer
-from .train.conftest import tiny_train_config
+from .train.conftest import tiny_train_config, train_losses
 
 pytestmark = pytest.mark.gpu
 CUDA = torch.device("cuda")
@@ -56,15 +55,8 @@ def test_cached_decoding_equals_uncached_and_the_cpu_on_cuda(trained_model_dir, 
     cpu_model, _ = load_model(trained_model_dir, profile=profile)
     model = copy.deepcopy(cpu_model).to(CUDA)
     src = random_tokens(5, 8, 60, pad_from=[8, 3, 6, 2, 8], seed=4)
-    on_gpu = src.to(CUDA)
-    cached = greedy_search(stepper_for(model), on_gpu, profile=profile)
-    assert torch.equal(cached, greedy_search(UncachedTransformerStepper(model), on_gpu))
-    assert torch.equal(cached.cpu(), greedy_search(stepper_for(cpu_model), src, profile=profile))
-    beams = beam_search(stepper_for(model), on_gpu, beam=4, nbest=4, profile=profile)
-    plain = beam_search(UncachedTransformerStepper(model), on_gpu, beam=4, nbest=4)
-    for a, b in zip(beams, plain, strict=True):
-        assert [h.tokens for h in a] == [h.tokens for h in b]
-        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+    cached = assert_cached_equals_uncached(model, src.to(CUDA))
+    assert torch.equal(cached.cpu(), greedy_search(stepper_for(cpu_model), src))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -82,8 +74,7 @@ def test_mixed_precision_training_on_cuda_lowers_the_loss(tiny_dataset, tmp_path
     state = trainer.train()
     assert state.update == 24 and state.nonfinite_total == 0
     assert next(trainer.model.parameters()).device.type == "cuda"
-    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
-    losses = [r["loss"] for r in rows if r["kind"] == "train"]
+    losses = train_losses(tmp_path / "run")
     assert len(losses) == 6 and losses[-1] < losses[0]
 
 

@@ -41,18 +41,21 @@ def _mixed_lengths(seed=0):
     return src
 
 
-def test_cached_decoding_equals_uncached_token_for_token(copy_model):
-    src = _mixed_lengths()
-    cached = greedy_search(stepper_for(copy_model), src)
-    uncached = greedy_search(UncachedTransformerStepper(copy_model), src)
-    assert torch.equal(cached, uncached)
-    beam_cached = beam_search(
-        stepper_for(copy_model), src, beam=4, nbest=4, profile=copy_model.profile.name
-    )
-    beam_uncached = beam_search(UncachedTransformerStepper(copy_model), src, beam=4, nbest=4)
+def assert_cached_equals_uncached(model, src: torch.Tensor) -> torch.Tensor:
+    """Greedy and beam-4 search through the KV cache equal re-decoding the whole prefix at
+    every step, token for token; returns the greedy output."""
+    cached = greedy_search(stepper_for(model), src)
+    assert torch.equal(cached, greedy_search(UncachedTransformerStepper(model), src))
+    beam_cached = beam_search(stepper_for(model), src, beam=4, nbest=4, profile=model.profile.name)
+    beam_uncached = beam_search(UncachedTransformerStepper(model), src, beam=4, nbest=4)
     for a, b in zip(beam_cached, beam_uncached, strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+    return cached
+
+
+def test_cached_decoding_equals_uncached_token_for_token(copy_model):
+    assert_cached_equals_uncached(copy_model, _mixed_lengths())
 
 
 def test_translation_does_not_depend_on_the_rest_of_the_batch(copy_model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from aiayn.config_io import train_config_from_dict
@@ -29,6 +30,12 @@ def config_dict(dataset: Path, run_dir: Path, **sections) -> dict:
     for name, fields in sections.items():
         values[name] = {**values.get(name, {}), **fields}
     return values
+
+
+def train_losses(run_dir: Path) -> list[float]:
+    """The training loss of every logged update, from the run's ``metrics.jsonl``."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return [r["loss"] for r in rows if r["kind"] == "train"]
 
 
 def tiny_train_config(dataset: Path, run_dir: Path, **sections):

@@ -1,6 +1,5 @@
 """Real processes: a run killed with SIGKILL and resumed, and torchrun data parallelism."""
 
-import json
 import os
 import signal
 import socket
@@ -14,7 +13,7 @@ from safetensors.torch import load_file
 
 from aiayn.train import list_checkpoints
 
-from .conftest import config_dict, write_toml
+from .conftest import config_dict, train_losses, write_toml
 
 CLI = [sys.executable, "-m", "aiayn"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -64,15 +63,15 @@ def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, 
         assert torch.equal(a[name], b[name]), name
 
 
-def _train_losses(run_dir):
-    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
-    return [r["loss"] for r in rows if r["kind"] == "train"]
-
-
 def _accumulation_pair(dataset, tmp_path):
     """A one-process run with twice the accumulation, and the config for two processes."""
-    common = {"max_updates": 8, "log_every": 1, "valid_every": 100, "save_every": 100}
-    common["device"] = "cpu"  # gloo on the CPU, also where GPUs (fewer than processes) exist
+    common = {
+        "max_updates": 8,
+        "log_every": 1,
+        "valid_every": 100,
+        "save_every": 100,
+        "device": "cpu",  # gloo on the CPU, also where GPUs (fewer than processes) exist
+    }
     model = {"dropout": 0.0}
     single = write_toml(
         tmp_path / "one.toml",
@@ -86,7 +85,7 @@ def _accumulation_pair(dataset, tmp_path):
 
 
 def _assert_same_training(tmp_path):
-    one, two = _train_losses(tmp_path / "one"), _train_losses(tmp_path / "two")
+    one, two = train_losses(tmp_path / "one"), train_losses(tmp_path / "two")
     assert len(one) == len(two) == 8  # rank 0 alone writes the log
     assert one == pytest.approx(two, rel=1e-5)
     a, b = _weights(tmp_path / "one"), _weights(tmp_path / "two")
