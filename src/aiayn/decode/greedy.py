@@ -38,7 +38,9 @@ def greedy_search(
     specials: SpecialIds = DEFAULT_SPECIALS,
     profile: str = DEFAULT_PROFILE,
 ) -> Tensor:
-    """Decode each sentence until it emits EOS or reaches its maximum length.
+    """Decode each sentence until it emits EOS or reaches its maximum length; a sentence
+    that has ended leaves the batch (``decoder.reorder``), so later steps compute only the
+    rows still decoding.
 
     Args:
         decoder: the model, seen one step at a time.
@@ -54,27 +56,30 @@ def greedy_search(
         (B, T) output ids without BOS; each row ends with EOS, then PAD.
     """
     argmax = ARGMAX[profile]
-    b = src.size(0)
+    b, device = src.size(0), src.device
     limit = (
         (src != specials.pad).sum(dim=1) + max_len_b
         if max_len is None
-        else torch.full((b,), max_len, device=src.device)
+        else torch.full((b,), max_len, device=device)
     )  # (B,)
+    out = torch.full((b, int(limit.max())), specials.pad, dtype=torch.long, device=device)
     state = decoder.start(src)
-    token = torch.full((b, 1), specials.bos, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(b, dtype=torch.bool, device=src.device)
-    out = []
-    for step in range(int(limit.max())):
-        scores, state = decoder.step(token, state, normalize=False)  # (B, V)
+    active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
+    token = torch.full((b, 1), specials.bos, dtype=torch.long, device=device)  # (A, 1)
+    for step in range(out.size(1)):
+        scores, state = decoder.step(token, state, normalize=False)  # (A, V)
         forbid_specials(scores, specials)
-        token = argmax(scores)[:, None]  # (B, 1)
-        token = token.masked_fill((step + 1 >= limit)[:, None], specials.eos)
-        token = token.masked_fill(finished[:, None], specials.pad)
-        out.append(token)
-        finished |= token.squeeze(1) == specials.eos
-        if finished.all():
-            break
-    return torch.cat(out, dim=1)  # (B, T)
+        token = argmax(scores)[:, None]  # (A, 1)
+        token = token.masked_fill((step + 1 >= limit[active])[:, None], specials.eos)
+        out[active, step] = token.squeeze(1)
+        ended = token.squeeze(1) == specials.eos  # (A,)
+        if ended.all():
+            return out[:, : step + 1]  # (B, T)
+        if ended.any():  # finished sentences leave the batch, as in beam search
+            kept = (~ended).nonzero().squeeze(1)  # (A',)
+            active, token = active[kept], token[kept]
+            state = decoder.reorder(state, kept, sentences=kept)
+    return out  # (B, T)
 
 
 def greedy_decode(
