@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from aiayn import masks
-from aiayn.accel.attention import MAX_EAGER_QUERIES, cpu_attention, padded_softmax
+from aiayn.accel.attention import (
+    MAX_EAGER_KEYS_WITHOUT_GRAD,
+    MAX_EAGER_QUERIES,
+    cpu_attention,
+    padded_softmax,
+)
 from aiayn.modules import scaled_dot_product_attention
 
 from ..test_modules import SpySDPA, qkv
@@ -33,6 +38,18 @@ def test_many_float32_queries_take_pytorchs_kernel(monkeypatch):
     out, _ = cpu_attention(q, k, v, mask=_mask(2, 13))
     assert spy.calls == 1
     expected, _ = scaled_dot_product_attention(q, k, v, mask=_mask(2, 13))
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize(("keys", "eager"), [(13, True), (MAX_EAGER_KEYS_WITHOUT_GRAD + 1, False)])
+def test_float32_without_autograd_is_eager_over_sentence_lengths(monkeypatch, keys, eager):
+    q, k, v = qkv(t=keys, s=keys)
+    mask = _mask(2, keys)
+    spy = SpySDPA(monkeypatch)
+    with torch.no_grad():
+        out, _ = cpu_attention(q, k, v, mask=mask)
+    assert spy.calls == (0 if eager else 1)
+    expected, _ = scaled_dot_product_attention(q, k, v, mask=mask)
     torch.testing.assert_close(out, expected)
 
 
