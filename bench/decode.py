@@ -22,12 +22,16 @@ weights packed once in bfloat16.
 CTranslate2's greedy output is checked against aiayn's, token for token. Its process never
 imports torch.
 
-    python bench/decode.py --model DIR [--test FILE.src FILE.ref] [--tokenized]
+    python bench/decode.py --model DIR [--test FILE.src FILE.ref] [--tokenized] [--rounds R]
 
-translates a test set with a trained model in every aiayn mode (fp32 and bf16, greedy and
-beam 5, α 0.6) and prints each mode's BLEU and its difference from fp32: the quality the
-speed rows above cost. By default the Multi30k test2016 files, tokenised and lowercased, under
-``AIAYN_DATA_DIR`` (``../shared/data``).
+decodes a test set with a trained model, as a user would: aiayn's ``Translator`` (batches of
+4,096 source tokens sorted by length) in every mode (fp32 and bf16, greedy and beam 5, α 0.6)
+and CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches of 4,096
+tokens), each row in its own process, the same subword ids in. Prints each row's BLEU, its
+difference from aiayn fp32 and its sentences/s (decoding and detokenising; median of the
+rounds), then each search's fastest aiayn mode against CTranslate2's fastest. By default
+the Multi30k test2016 files, tokenised and lowercased, under ``AIAYN_DATA_DIR``
+(``../shared/data``).
 """
 
 from __future__ import annotations
@@ -277,6 +281,8 @@ def ct2_runner(search: str, compute_type: str, size: str, work: Path):
 
 
 def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dict:
+    if size == TRAINED:
+        return trained_worker(system, search, repeats, work)
     extra = {}
     if system.startswith("CTranslate2"):
         run, agreement = ct2_runner(search, system.split()[1], size, work)
@@ -292,13 +298,19 @@ def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dic
         else:
             cached = system != "no-cache loop"
             run = aiayn_runner(size, search, work, cached=cached, bf16=system == "aiayn bf16")
-    run()  # warm-up
+    seconds, _ = timed(run, repeats)
+    return {"sentences_per_s": SENTENCES / seconds, **extra}
+
+
+def timed(run, repeats: int) -> tuple[float, object]:
+    """The median seconds of ``repeats`` calls after a warm-up call, and the last result."""
+    result = run()  # warm-up
     times = []
     for _ in range(repeats):
         begin = time.perf_counter()
-        run()
+        result = run()
         times.append(time.perf_counter() - begin)
-    return {"sentences_per_s": SENTENCES / statistics.median(times), **extra}
+    return statistics.median(times), result
 
 
 def default_test_files() -> list[str]:
@@ -306,31 +318,158 @@ def default_test_files() -> list[str]:
     return [str(root / f"test_2016_flickr.lc.norm.tok.{lang}.gz") for lang in ("en", "de")]
 
 
-def quality(model_dir: str, test: list[str], tokenized: bool) -> None:
-    """BLEU of every aiayn mode on a test set, and each one's difference from fp32."""
-    import torch
+TRAINED = "trained"  # the size argument of a worker decoding the --model's test set
+TRAINED_BEAM = 5
+TRAINED_SYSTEMS = [
+    ("aiayn", "tuned"),
+    ("aiayn bf16", "tuned"),
+    ("CTranslate2 float32", "default"),
+    ("CTranslate2 int8", "default"),
+]
+
+
+def prepare_trained(model_dir: str, source_path: str, work: Path) -> int:
+    """Write into ``work`` what the rows share: the test sources as the model's subword ids
+    (aiayn) and as the exported vocabulary's tokens (CTranslate2), and the model's
+    CTranslate2 export when CTranslate2 is installed. Returns the number of sentences."""
+    import importlib.util
 
     from aiayn.data.corpus import read_lines
     from aiayn.decode.translator import SearchOptions, Translator
+
+    translator = Translator.from_dir(model_dir)
+    ids = translator.src_tokenizer.encode([line.strip() for line in read_lines(source_path)])
+    info = {"model": model_dir, "ids": ids}
+    if importlib.util.find_spec("ctranslate2") is not None:
+        from aiayn.interop.ct2 import export_ct2
+
+        export_ct2(model_dir, work / "ct2")
+        vocab = ct2_vocabulary(work)
+        info["pieces"] = [[vocab[i] for i in row] for row in ids]
+        info["max_decoding_length"] = max(map(len, ids)) + 1 + SearchOptions().max_len_b
+    (work / "trained.json").write_text(json.dumps(info))
+    return len(ids)
+
+
+def ct2_vocabulary(work: Path) -> list[str]:
+    """The exported model's tokens (its source and target vocabularies are one)."""
+    path = work / "ct2" / "shared_vocabulary.json"
+    return json.loads(path.read_text()) if path.is_file() else []
+
+
+def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
+    """One row on the trained model: sentences/s and the output (texts for aiayn,
+    tokens for CTranslate2)."""
+    info = json.loads((work / "trained.json").read_text())
+    beam = 1 if search == "greedy" else TRAINED_BEAM
+    if system.startswith("CTranslate2"):
+        import ctranslate2
+
+        translator = ctranslate2.Translator(
+            str(work / "ct2"),
+            device="cpu",
+            compute_type=system.split()[1],
+            inter_threads=1,
+            intra_threads=2,
+        )
+        options = dict(
+            beam_size=beam,
+            length_penalty=0.6,
+            max_batch_size=4096,
+            batch_type="tokens",
+            max_decoding_length=info["max_decoding_length"],
+        )
+
+        def run():
+            results = translator.translate_batch(info["pieces"], **options)
+            return [r.hypotheses[0] for r in results]
+
+    else:
+        import torch
+
+        from aiayn.decode.translator import SearchOptions, Translator
+
+        torch.set_num_threads(2)
+        translator = Translator.from_dir(info["model"])
+        precision = "bf16" if system == "aiayn bf16" else "fp32"
+        search_options = SearchOptions(beam=beam, alpha=0.6, precision=precision)
+
+        def run():
+            return [h[0].text for h in translator.translate_ids(info["ids"], search_options)]
+
+    seconds, output = timed(run, repeats)
+    return {"sentences_per_s": len(info["ids"]) / seconds, "output": output}
+
+
+def compare_trained(
+    model_dir: str, test: list[str], *, tokenized: bool, repeats: int, rounds: int
+) -> None:
+    """Every system and mode on a trained model's test set: BLEU and sentences/s."""
+    from aiayn.data.corpus import read_lines
+    from aiayn.data.tokenizer_files import load_tokenizers
     from aiayn.eval.bleu import corpus_scores
 
-    torch.set_num_threads(2)
-    sources, references = (list(read_lines(path)) for path in test)
-    translator = Translator.from_dir(model_dir)
-    print(f"\n{model_dir}: BLEU on {test[0]} ({len(sources)} sentences), α 0.6")
-    print(f"  {'mode':6} {'search':7} {'BLEU':>6} {'vs fp32':>8} {'sent/s':>7}")
-    fp32: dict[int, float] = {}
-    for precision in ("fp32", "bf16"):
-        for beam in (1, 5):
-            options = SearchOptions(beam=beam, alpha=0.6, precision=precision)
-            begin = time.perf_counter()
-            hyps = [h[0].text for h in translator.translate(sources, options)]
-            speed = len(sources) / (time.perf_counter() - begin)
-            bleu = corpus_scores(hyps, references, tokenized=tokenized).bleu
-            fp32.setdefault(beam, bleu)
-            search = "greedy" if beam == 1 else f"beam{beam}"
-            diff = bleu - fp32[beam]
-            print(f"  {precision:6} {search:7} {bleu:6.2f} {diff:+8.2f} {speed:7.1f}", flush=True)
+    references = list(read_lines(test[1]))
+    _, tgt_tokenizer, _ = load_tokenizers(model_dir)
+    searches_ = ["greedy", f"beam{TRAINED_BEAM}"]
+    rows = [(system, search, alloc) for system, alloc in TRAINED_SYSTEMS for search in searches_]
+    with tempfile.TemporaryDirectory() as directory:
+        work = Path(directory)
+        sentences = prepare_trained(model_dir, test[0], work)
+        index = {token: i for i, token in enumerate(ct2_vocabulary(work))}
+        measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
+
+    def texts(system: str, output: list) -> list[str]:
+        if system.startswith("CTranslate2"):
+            return [tgt_tokenizer.decode([index[t] for t in tokens]) for tokens in output]
+        return output
+
+    print(
+        f"\n{model_dir}: {test[0]} ({sentences} sentences), batches of 4,096 source tokens, "
+        f"α 0.6, 2 threads, medians of {rounds} round(s)"
+    )
+    print(f"  {'system':20} {'search':7} {'allocator':9} {'BLEU':>6} {'vs fp32':>8} {'sent/s':>7}")
+    speeds: dict[tuple[str, str], float] = {}
+    fp32: dict[str, float] = {}
+    for (system, search, allocator), runs in measured.items():
+        if isinstance(runs, str):
+            print(f"  {system:20} {search:7} {allocator:9} failed ({runs})")
+            continue
+        bleu = corpus_scores(texts(system, runs[-1]["output"]), references, tokenized=tokenized)
+        fp32.setdefault(search, bleu.bleu)
+        speeds[(system, search)] = statistics.median(r["sentences_per_s"] for r in runs)
+        diff = bleu.bleu - fp32[search]
+        speed = speeds[(system, search)]
+        print(
+            f"  {system:20} {search:7} {allocator:9} {bleu.bleu:6.2f} {diff:+8.2f} {speed:7.1f}",
+            flush=True,
+        )
+    for search in searches_:
+        ours = {s: v for (s, q), v in speeds.items() if q == search and s.startswith("aiayn")}
+        theirs = {s: v for (s, q), v in speeds.items() if q == search and s.startswith("CT")}
+        if ours and theirs:
+            best, peer = max(ours, key=ours.get), max(theirs, key=theirs.get)
+            print(f"  fastest, {search}: {best} / {peer}: {ours[best] / theirs[peer]:.2f}x")
+
+
+def run_rounds(rows: list, size: str, repeats: int, rounds: int, work: str) -> dict:
+    """Every row once per round, each in its own process, so that a slow spell of a shared
+    machine falls on all systems alike: per row, its results, or why it failed."""
+    measured: dict[tuple[str, str, str], list[dict] | str] = {row: [] for row in rows}
+    for _ in range(rounds):
+        for row in rows:
+            system, search, allocator = row
+            result = measure_in_subprocess(
+                __file__,
+                [system, size, search, allocator],
+                allocator,
+                ["--repeats", str(repeats), "--work", work],
+            )
+            if isinstance(result, str):
+                measured[row] = result
+            elif isinstance(measured[row], list):
+                measured[row].append(result)
+    return measured
 
 
 def main() -> None:
@@ -341,7 +480,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--work")
-    parser.add_argument("--model", help="a trained model directory: BLEU of every aiayn mode")
+    parser.add_argument("--model", help="a trained model directory: its test set, every system")
     parser.add_argument("--test", nargs=2, metavar=("SRC", "REF"), default=default_test_files())
     parser.add_argument(
         "--tokenized",
@@ -350,14 +489,15 @@ def main() -> None:
         help="score tokenised, lowercased text as it is (the Multi30k literature's way)",
     )
     args = parser.parse_args()
-    if args.model:
-        quality(args.model, args.test, args.tokenized)
-    elif args.prepare:
-        print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
-    elif args.worker:
+    if args.worker:
         system, size, search, allocator = args.worker
         set_up_allocator(allocator)
         print(json.dumps(worker(system, size, search, args.repeats, Path(args.work))))
+    elif args.model:
+        options = dict(tokenized=args.tokenized, repeats=args.repeats, rounds=args.rounds)
+        compare_trained(args.model, args.test, **options)
+    elif args.prepare:
+        print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     else:
         for size in args.sizes:
             with tempfile.TemporaryDirectory() as work:
@@ -379,20 +519,7 @@ def bench_size(size: str, repeats: int, rounds: int, work: str) -> None:
         for search in searches(size)
         if not (system == "no-cache loop" and (size != "tiny" or search != "greedy"))
     ]
-    measured: dict[tuple[str, str, str], list[dict] | str] = {row: [] for row in rows}
-    for _ in range(rounds):
-        for row in rows:
-            system, search, allocator = row
-            result = measure_in_subprocess(
-                __file__,
-                [system, size, search, allocator],
-                allocator,
-                ["--repeats", str(repeats), "--work", work],
-            )
-            if isinstance(result, str):
-                measured[row] = result
-            elif isinstance(measured[row], list):
-                measured[row].append(result)
+    measured = run_rounds(rows, size, repeats, rounds, work)
     print(f"  {'system':20} {'search':7} {'allocator':9} {'sent/s':>8}")
     results = {}
     for (system, search, allocator), runs in measured.items():
