@@ -53,6 +53,25 @@ def test_length_penalty_changes_the_winner(profile):
     assert penalised.score == pytest.approx(expected / ((5 + 4) / 6))
 
 
+@pytest.mark.parametrize(
+    ("stopping", "tokens", "steps"),
+    [("exact", [B, B, B], 4), ("beams", [A], 3), ("heuristic", [A], 3)],
+)
+def test_stopping_rules(profile, stopping, tokens, steps):
+    """[A] ends first; [B, B, B] scores better in the end (α = 1). After step 3 the pool
+    holds K = 2 hypotheses ("beams" stops) and [B, B, B] scored at its current length does
+    not beat [A] ("heuristic" stops); only "exact" goes on and finds it."""
+    decoder = ScriptedDecoder({11: SHORT_OR_LONG})
+    [[best]] = beam_search(decoder, _src(11), beam=2, alpha=1.0, profile=profile, stopping=stopping)
+    assert best.tokens == tokens
+    assert decoder.steps == steps
+
+
+def test_an_unknown_stopping_rule_is_refused():
+    with pytest.raises(ValueError, match="stopping must be one of"):
+        beam_search(ScriptedDecoder({11: SHORT_OR_LONG}), _src(11), stopping="soon")
+
+
 def test_eos_at_different_steps_and_nbest_order(profile):
     decoder = ScriptedDecoder({12: EOS_AT_EVERY_STEP})
     [hyps] = beam_search(decoder, _src(12), beam=3, alpha=None, nbest=3, profile=profile)

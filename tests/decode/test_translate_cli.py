@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from aiayn.cli import build_parser, main
+from aiayn.cli.common import STOPPING_RULES
 from aiayn.data import load_prepared
+from aiayn.decode.beam import STOPPING
 from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.train import Trainer
 
@@ -147,13 +149,18 @@ def test_evaluate_rejects_mismatched_files(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "options", [[], ["--beam", "3", "--alpha", "0", "--batch-tokens", "512", "--precision", "bf16"]]
+    "options",
+    [
+        [],
+        ["--beam", "3", "--alpha", "0", "--batch-tokens", "512", "--precision", "bf16"],
+        ["--stopping", "heuristic"],
+    ],
 )
 def test_translate_and_serve_read_search_options_alike(options):
     """Both commands take the decoding options the same way; their defaults are the
     library's (``SearchOptions``)."""
     parser = build_parser()
-    shared = ("beam", "alpha", "batch_tokens", "precision", "device")
+    shared = ("beam", "alpha", "batch_tokens", "precision", "stopping", "device")
     translate = vars(parser.parse_args(["translate", "--model", "m", *options]))
     serve = vars(parser.parse_args(["serve", "--model", "m", *options]))
     assert {k: translate[k] for k in shared} == {k: serve[k] for k in shared}
@@ -165,6 +172,17 @@ def test_translate_and_serve_read_search_options_alike(options):
             defaults.precision,
         )
         assert translate["batch_tokens"] == defaults.batch_tokens
+        assert translate["stopping"] == defaults.stopping
+
+
+def test_the_commands_offer_every_stopping_rule():
+    assert list(STOPPING) == STOPPING_RULES
+
+
+def test_an_unknown_stopping_rule_is_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["translate", "--model", "m", "--stopping", "soon"])
+    assert "invalid choice: 'soon'" in capsys.readouterr().err
 
 
 def test_greedy_and_beam_options(model_dir):
@@ -173,6 +191,9 @@ def test_greedy_and_beam_options(model_dir):
     assert greedy.text
     [[beam_bf16]] = translator.translate(["the dog"], SearchOptions(precision="bf16"))
     assert beam_bf16.text
+    for stopping in STOPPING:
+        [[stopped]] = translator.translate(["the dog"], SearchOptions(stopping=stopping))
+        assert stopped.text
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
 

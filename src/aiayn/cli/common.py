@@ -74,6 +74,9 @@ def number(minimum: float | None = None, maximum: float | None = None, *, below_
     return parse
 
 
+STOPPING_RULES = ["exact", "beams", "heuristic"]  # aiayn.decode.beam.STOPPING, without torch
+
+
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     """The decoding options ``aiayn translate`` and ``aiayn serve`` share, with the same
     defaults: beam search as the main job's recipe runs it (§6.1), fp32, on the CPU."""
@@ -82,6 +85,15 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--alpha", type=number(minimum=0.0), default=0.6, help="length penalty α (0: none)"
+    )
+    parser.add_argument(
+        "--stopping",
+        choices=STOPPING_RULES,
+        default="exact",
+        help="when beam search ends a sentence: exact (no live beam can still win), beams "
+        "(beam-size hypotheses finished: fairseq, CTranslate2) or heuristic (the best live "
+        "beam scored at its current length: Hugging Face); beams and heuristic are faster "
+        "(default exact)",
     )
     parser.add_argument(
         "--batch-tokens",

@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         beam=args.beam,
         alpha=args.alpha,
         precision=args.precision,
+        stopping=args.stopping,
         batch_tokens=args.batch_tokens,
         max_wait_ms=args.max_wait_ms,
         queue_size=args.queue_size,

@@ -105,6 +105,7 @@ def run_translate(args: argparse.Namespace) -> int:
         max_src_len=args.max_src_len,
         on_long=args.on_long,
         precision=args.precision,
+        stopping=args.stopping,
     )
     translator.check(options)
     if args.input:

@@ -2,8 +2,9 @@
 
 Every step is a handful of tensor operations over all sentences and beams at once: no loop
 over hypotheses. Finished hypotheses are kept aside in a per-sentence pool while the other
-beams continue; a sentence stops when no live beam can still beat its n-th best finished one,
-and its rows leave the batch, so later steps only compute what can still change the result.
+beams continue; a sentence stops by its stopping rule (``STOPPING``; by default when no live
+beam can still beat its n-th best finished one), and its rows leave the batch, so later
+steps only compute what can still change the result.
 
 Shapes: B sentences, A ≤ B of them still decoding, K beam size, W live beams per sentence
 (1 at the first step, then K), V vocabulary.
@@ -35,6 +36,15 @@ def plain_topk(x: Tensor, n: int) -> tuple[Tensor, Tensor]:
 
 TOPK: dict[str, TopK] = {"reference": plain_topk, "fast": row_topk}
 
+STOPPING = {  # when a sentence's search ends, besides its maximum length
+    "exact": "no live beam can still beat the n-th best finished hypothesis, at any length "
+    "up to the maximum",
+    "beams": "K hypotheses have finished (fairseq's and CTranslate2's rule; Hugging Face's "
+    "early_stopping=True)",
+    "heuristic": "the best live beam, scored at its current length, cannot beat the n-th best "
+    "finished hypothesis (Hugging Face's default, early_stopping=False)",
+}
+
 
 @dataclass(frozen=True)
 class Hypothesis:
@@ -62,6 +72,7 @@ def beam_search(
     nbest: int = 1,
     profile: str = DEFAULT_PROFILE,
     specials: SpecialIds = DEFAULT_SPECIALS,
+    stopping: str = "exact",
 ) -> list[list[Hypothesis]]:
     """The ``nbest`` highest-scoring translations of each source sentence.
 
@@ -75,6 +86,10 @@ def beam_search(
         profile: ``reference`` picks each row's candidates with ``torch.topk``; ``fast``
             with ``aiayn.accel.topk.row_topk`` (the same values).
         specials: the ids of PAD, BOS (the first input) and EOS.
+        stopping: when a sentence ends before its maximum length (``STOPPING``): "exact"
+            returns the best hypotheses the beam can reach; "beams" and "heuristic" stop
+            sooner (the trained tiny model on Multi30k's validation set: 7% and 17% fewer
+            decoder rows, BLEU −0.04 and −0.15).
 
     Returns:
         For each sentence, ``nbest`` hypotheses, best first.
@@ -83,6 +98,8 @@ def beam_search(
         raise ValueError(f"nbest must be between 1 and beam={beam}, got {nbest}")
     if alpha is not None and alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
+    if stopping not in STOPPING:
+        raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
     topk = TOPK[profile]
     device = src.device
     b, k = src.size(0), beam
@@ -109,8 +126,7 @@ def beam_search(
             )  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
-        bound = alive.max(dim=1).values / best_possible_lp[active]  # (A,) best still reachable
-        done = ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)  # (A,)
+        done = _done(pool, active, alive, stopping, nbest, best_possible_lp, alpha, step + 1)
         if done.all():
             break
         rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
@@ -128,6 +144,26 @@ def beam_search(
         tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], dim=1)
         state = decoder.reorder(state, rows, sentences=kept)
     return pool.results(nbest)
+
+
+def _done(
+    pool: _Pool,
+    active: Tensor,
+    alive: Tensor,
+    stopping: str,
+    nbest: int,
+    best_possible_lp: Tensor,
+    alpha: float | None,
+    length: int,
+) -> Tensor:
+    """(A,) which active sentences stop now, by the ``stopping`` rule (``STOPPING``); a
+    sentence without a live beam always stops. ``length``: |Y| of the beams so far."""
+    best_alive = alive.max(dim=1).values  # (A,)
+    if stopping == "beams":
+        return ~torch.isfinite(best_alive) | torch.isfinite(pool.scores[active, -1])
+    lp = best_possible_lp[active] if stopping == "exact" else length_penalty(length, alpha)
+    bound = best_alive / lp  # (A,) the best score a live beam can still reach (heuristic: now)
+    return ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)
 
 
 def _best_extensions(

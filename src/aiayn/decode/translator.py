@@ -34,6 +34,7 @@ class SearchOptions:
     max_src_len: int = 1024  # longer inputs are truncated (or refused)
     on_long: Literal["truncate", "error"] = "truncate"
     precision: Precision = "fp32"  # bf16: matrix products in bfloat16
+    stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ class Translator:
             nbest=options.nbest,
             profile=self.model.profile.name,
             specials=self.model.specials,
+            stopping=options.stopping,
         )
         return [[self._translation(h.tokens, h.score) for h in hyps] for hyps in found]
 

@@ -35,6 +35,7 @@ class ServeSettings:
     alpha: float = 0.6
     max_len_b: int = 50
     precision: str = "fp32"
+    stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
     profile: str = "fast"
     device: str = "cpu"
     workers: int = 1  # batches decoded side by side (processes for a translator)

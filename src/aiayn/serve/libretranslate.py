@@ -172,6 +172,7 @@ def install(app: FastAPI, service: Service) -> None:
             nbest=nbest,
             max_len_b=settings.max_len_b,
             precision=settings.precision,  # type: ignore[arg-type]
+            stopping=settings.stopping,
         )
         if text_format == "html":
             answers = [await _translate_html(service, t, options, token) for t in texts]
