@@ -25,13 +25,15 @@ imports torch.
     python bench/decode.py --model DIR [--test FILE.src FILE.ref] [--tokenized] [--rounds R]
 
 decodes a test set with a trained model, as a user would: aiayn's ``Translator`` (batches of
-4,096 source tokens sorted by length) in every mode (fp32 and bf16, greedy and beam 5, α 0.6)
-and CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches of 4,096
-tokens), each row in its own process, the same subword ids in. Prints each row's BLEU, its
-difference from aiayn fp32 and its sentences/s (decoding and detokenising; median of the
-rounds), then each search's fastest aiayn mode against CTranslate2's fastest. By default
-the Multi30k test2016 files, tokenised and lowercased, under ``AIAYN_DATA_DIR``
-(``../shared/data``).
+4,096 source tokens sorted by length) in every mode (fp32 and bf16; greedy, and beam 5 with
+α 0.6 by each stopping rule: ``exact``, the default, ``beams`` and ``heuristic``) and
+CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches of 4,096
+tokens; beam 5 stops when 5 hypotheses have finished, its rule), each row in its own
+process, the same subword ids in. Prints each row's BLEU, its difference from aiayn fp32
+(exact stopping for beam search) and its sentences/s (decoding and detokenising; median of
+the rounds), then, for greedy and beam search, the fastest aiayn mode within 0.3 BLEU of
+fp32 against CTranslate2's fastest. By default the Multi30k test2016 files, tokenised and
+lowercased, under ``AIAYN_DATA_DIR`` (``../shared/data``).
 """
 
 from __future__ import annotations
@@ -320,12 +322,22 @@ def default_test_files() -> list[str]:
 
 TRAINED = "trained"  # the size argument of a worker decoding the --model's test set
 TRAINED_BEAM = 5
+BLEU_TOLERANCE = 0.3  # an aiayn mode counts as fast only this close to fp32's BLEU
+STOPPING_RULES = ("exact", "beams", "heuristic")  # aiayn's; CTranslate2 stops by "beams"
 TRAINED_SYSTEMS = [
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
     ("CTranslate2 float32", "default"),
     ("CTranslate2 int8", "default"),
 ]
+
+
+def trained_searches(system: str) -> list[str]:
+    """Greedy, then beam search by each stopping rule aiayn has (CTranslate2: its own)."""
+    beam = f"beam{TRAINED_BEAM}"
+    if system.startswith("CTranslate2"):
+        return ["greedy", beam]
+    return ["greedy", beam, *(f"{beam} {rule}" for rule in STOPPING_RULES[1:])]
 
 
 def prepare_trained(model_dir: str, source_path: str, work: Path) -> int:
@@ -362,6 +374,7 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
     tokens for CTranslate2)."""
     info = json.loads((work / "trained.json").read_text())
     beam = 1 if search == "greedy" else TRAINED_BEAM
+    stopping = search.split()[1] if " " in search else "exact"
     if system.startswith("CTranslate2"):
         import ctranslate2
 
@@ -392,7 +405,7 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
         torch.set_num_threads(2)
         translator = Translator.from_dir(info["model"])
         precision = "bf16" if system == "aiayn bf16" else "fp32"
-        search_options = SearchOptions(beam=beam, alpha=0.6, precision=precision)
+        search_options = SearchOptions(beam=beam, alpha=0.6, precision=precision, stopping=stopping)
 
         def run():
             return [h[0].text for h in translator.translate_ids(info["ids"], search_options)]
@@ -411,8 +424,11 @@ def compare_trained(
 
     references = list(read_lines(test[1]))
     _, tgt_tokenizer, _ = load_tokenizers(model_dir)
-    searches_ = ["greedy", f"beam{TRAINED_BEAM}"]
-    rows = [(system, search, alloc) for system, alloc in TRAINED_SYSTEMS for search in searches_]
+    rows = [
+        (system, search, allocator)
+        for system, allocator in TRAINED_SYSTEMS
+        for search in trained_searches(system)
+    ]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         sentences = prepare_trained(model_dir, test[0], work)
@@ -428,28 +444,36 @@ def compare_trained(
         f"\n{model_dir}: {test[0]} ({sentences} sentences), batches of 4,096 source tokens, "
         f"α 0.6, 2 threads, medians of {rounds} round(s)"
     )
-    print(f"  {'system':20} {'search':7} {'allocator':9} {'BLEU':>6} {'vs fp32':>8} {'sent/s':>7}")
-    speeds: dict[tuple[str, str], float] = {}
-    fp32: dict[str, float] = {}
+    print(f"  {'system':20} {'search':15} {'allocator':9} {'BLEU':>6} {'vs fp32':>8} {'sent/s':>7}")
+    found: dict[tuple[str, str], tuple[float, float]] = {}  # (BLEU, sentences/s) of each row
+    fp32: dict[str, float] = {}  # aiayn fp32's BLEU, greedy and beam (exact stopping)
     for (system, search, allocator), runs in measured.items():
         if isinstance(runs, str):
-            print(f"  {system:20} {search:7} {allocator:9} failed ({runs})")
+            print(f"  {system:20} {search:15} {allocator:9} failed ({runs})")
             continue
         bleu = corpus_scores(texts(system, runs[-1]["output"]), references, tokenized=tokenized)
-        fp32.setdefault(search, bleu.bleu)
-        speeds[(system, search)] = statistics.median(r["sentences_per_s"] for r in runs)
-        diff = bleu.bleu - fp32[search]
-        speed = speeds[(system, search)]
+        fp32.setdefault(search.split()[0], bleu.bleu)
+        speed = statistics.median(r["sentences_per_s"] for r in runs)
+        found[(system, search)] = (bleu.bleu, speed)
+        diff = bleu.bleu - fp32[search.split()[0]]
         print(
-            f"  {system:20} {search:7} {allocator:9} {bleu.bleu:6.2f} {diff:+8.2f} {speed:7.1f}",
+            f"  {system:20} {search:15} {allocator:9} {bleu.bleu:6.2f} {diff:+8.2f} {speed:7.1f}",
             flush=True,
         )
-    for search in searches_:
-        ours = {s: v for (s, q), v in speeds.items() if q == search and s.startswith("aiayn")}
-        theirs = {s: v for (s, q), v in speeds.items() if q == search and s.startswith("CT")}
+    for kind in ("greedy", f"beam{TRAINED_BEAM}"):
+        rows_ = {row: value for row, value in found.items() if row[1].split()[0] == kind}
+        ours = {
+            row: speed
+            for row, (bleu, speed) in rows_.items()
+            if row[0].startswith("aiayn") and abs(bleu - fp32[kind]) <= BLEU_TOLERANCE
+        }
+        theirs = {row: speed for row, (_, speed) in rows_.items() if row[0].startswith("CT")}
         if ours and theirs:
             best, peer = max(ours, key=ours.get), max(theirs, key=theirs.get)
-            print(f"  fastest, {search}: {best} / {peer}: {ours[best] / theirs[peer]:.2f}x")
+            print(
+                f"  fastest {kind} within {BLEU_TOLERANCE} BLEU of aiayn fp32: "
+                f"{' '.join(best)} / {' '.join(peer)}: {ours[best] / theirs[peer]:.2f}x"
+            )
 
 
 def run_rounds(rows: list, size: str, repeats: int, rounds: int, work: str) -> dict:
