@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -452,12 +453,14 @@ def compare_trained(
             print(f"  {system:20} {search:15} {allocator:9} failed ({runs})")
             continue
         bleu = corpus_scores(texts(system, runs[-1]["output"]), references, tokenized=tokenized)
-        fp32.setdefault(search.split()[0], bleu.bleu)
+        if system == "aiayn":
+            fp32.setdefault(search.split()[0], bleu.bleu)
         speed = statistics.median(r["sentences_per_s"] for r in runs)
         found[(system, search)] = (bleu.bleu, speed)
-        diff = bleu.bleu - fp32[search.split()[0]]
+        reference = fp32.get(search.split()[0])
+        diff = "n/a" if reference is None else f"{bleu.bleu - reference:+.2f}"
         print(
-            f"  {system:20} {search:15} {allocator:9} {bleu.bleu:6.2f} {diff:+8.2f} {speed:7.1f}",
+            f"  {system:20} {search:15} {allocator:9} {bleu.bleu:6.2f} {diff:>8} {speed:7.1f}",
             flush=True,
         )
     for kind in ("greedy", f"beam{TRAINED_BEAM}"):
@@ -465,7 +468,7 @@ def compare_trained(
         ours = {
             row: speed
             for row, (bleu, speed) in rows_.items()
-            if row[0].startswith("aiayn") and abs(bleu - fp32[kind]) <= BLEU_TOLERANCE
+            if row[0].startswith("aiayn") and abs(bleu - fp32.get(kind, math.inf)) <= BLEU_TOLERANCE
         }
         theirs = {row: speed for row, (_, speed) in rows_.items() if row[0].startswith("CT")}
         if ours and theirs:
