@@ -357,17 +357,21 @@ def prepare_trained(model_dir: str, source_path: str, work: Path) -> int:
         from aiayn.interop.ct2 import export_ct2
 
         export_ct2(model_dir, work / "ct2")
-        vocab = ct2_vocabulary(work)
+        vocab = ct2_vocabulary(work, "source")
         info["pieces"] = [[vocab[i] for i in row] for row in ids]
         info["max_decoding_length"] = max(map(len, ids)) + 1 + SearchOptions().max_len_b
     (work / "trained.json").write_text(json.dumps(info))
     return len(ids)
 
 
-def ct2_vocabulary(work: Path) -> list[str]:
-    """The exported model's tokens (its source and target vocabularies are one)."""
-    path = work / "ct2" / "shared_vocabulary.json"
-    return json.loads(path.read_text()) if path.is_file() else []
+def ct2_vocabulary(work: Path, side: str) -> list[str]:
+    """The exported model's tokens on ``side`` ("source" or "target"): one shared file when
+    the model shares its vocabulary, one per side otherwise; none without an export."""
+    for name in ("shared_vocabulary.json", f"{side}_vocabulary.json"):
+        path = work / "ct2" / name
+        if path.is_file():
+            return json.loads(path.read_text())
+    return []
 
 
 def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
@@ -433,7 +437,7 @@ def compare_trained(
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         sentences = prepare_trained(model_dir, test[0], work)
-        index = {token: i for i, token in enumerate(ct2_vocabulary(work))}
+        index = {token: i for i, token in enumerate(ct2_vocabulary(work, "target"))}
         measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
 
     def texts(system: str, output: list) -> list[str]:

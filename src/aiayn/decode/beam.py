@@ -126,7 +126,8 @@ def beam_search(
             )  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
-        done = _done(pool, active, alive, stopping, nbest, best_possible_lp, alpha, step + 1)
+        lp = best_possible_lp[active] if stopping == "exact" else length_penalty(step + 1, alpha)
+        done = _done(stopping, alive, pool.scores[active], nbest=nbest, bound_lp=lp)  # (A,)
         if done.all():
             break
         rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
@@ -147,23 +148,23 @@ def beam_search(
 
 
 def _done(
-    pool: _Pool,
-    active: Tensor,
-    alive: Tensor,
-    stopping: str,
-    nbest: int,
-    best_possible_lp: Tensor,
-    alpha: float | None,
-    length: int,
+    stopping: str, alive: Tensor, finished: Tensor, *, nbest: int, bound_lp: Tensor
 ) -> Tensor:
-    """(A,) which active sentences stop now, by the ``stopping`` rule (``STOPPING``); a
-    sentence without a live beam always stops. ``length``: |Y| of the beams so far."""
+    """(A,) which sentences stop now, by the ``stopping`` rule (``STOPPING``); a sentence
+    without a live beam always stops.
+
+    Args:
+        alive: (A, K) log-probabilities of the live beams (-inf for dead ones).
+        finished: (A, K) scores of the finished hypotheses, best first (-inf: none yet).
+        bound_lp: (A,) or (), the length penalty that turns the best live log-probability
+            into the best score still reachable ("exact": at the maximum length) or the
+            score now ("heuristic"); unused by "beams".
+    """
     best_alive = alive.max(dim=1).values  # (A,)
     if stopping == "beams":
-        return ~torch.isfinite(best_alive) | torch.isfinite(pool.scores[active, -1])
-    lp = best_possible_lp[active] if stopping == "exact" else length_penalty(length, alpha)
-    bound = best_alive / lp  # (A,) the best score a live beam can still reach (heuristic: now)
-    return ~torch.isfinite(bound) | (pool.scores[active, nbest - 1] >= bound)
+        return ~torch.isfinite(best_alive) | torch.isfinite(finished[:, -1])
+    bound = best_alive / bound_lp  # (A,)
+    return ~torch.isfinite(bound) | (finished[:, nbest - 1] >= bound)
 
 
 def _best_extensions(
