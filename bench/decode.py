@@ -324,7 +324,6 @@ def default_test_files() -> list[str]:
 TRAINED = "trained"  # the size argument of a worker decoding the --model's test set
 TRAINED_BEAM = 5
 BLEU_TOLERANCE = 0.3  # an aiayn mode counts as fast only this close to fp32's BLEU
-STOPPING_RULES = ("exact", "beams", "heuristic")  # aiayn's; CTranslate2 stops by "beams"
 TRAINED_SYSTEMS = [
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
@@ -334,24 +333,26 @@ TRAINED_SYSTEMS = [
 
 
 def trained_searches(system: str) -> list[str]:
-    """Greedy, then beam search by each stopping rule aiayn has (CTranslate2: its own)."""
+    """Greedy, then beam search by each stopping rule aiayn has (CTranslate2: its own,
+    "beams")."""
+    from aiayn.cli.common import STOPPING_RULES  # imports no torch: CTranslate2's rows
+
     beam = f"beam{TRAINED_BEAM}"
     if system.startswith("CTranslate2"):
         return ["greedy", beam]
     return ["greedy", beam, *(f"{beam} {rule}" for rule in STOPPING_RULES[1:])]
 
 
-def prepare_trained(model_dir: str, source_path: str, work: Path) -> int:
+def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path) -> int:
     """Write into ``work`` what the rows share: the test sources as the model's subword ids
     (aiayn) and as the exported vocabulary's tokens (CTranslate2), and the model's
     CTranslate2 export when CTranslate2 is installed. Returns the number of sentences."""
     import importlib.util
 
     from aiayn.data.corpus import read_lines
-    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.decode.translator import SearchOptions
 
-    translator = Translator.from_dir(model_dir)
-    ids = translator.src_tokenizer.encode([line.strip() for line in read_lines(source_path)])
+    ids = src_tokenizer.encode([line.strip() for line in read_lines(source_path)])
     info = {"model": model_dir, "ids": ids}
     if importlib.util.find_spec("ctranslate2") is not None:
         from aiayn.interop.ct2 import export_ct2
@@ -428,7 +429,7 @@ def compare_trained(
     from aiayn.eval.bleu import corpus_scores
 
     references = list(read_lines(test[1]))
-    _, tgt_tokenizer, _ = load_tokenizers(model_dir)
+    src_tokenizer, tgt_tokenizer, _ = load_tokenizers(model_dir)
     rows = [
         (system, search, allocator)
         for system, allocator in TRAINED_SYSTEMS
@@ -436,7 +437,7 @@ def compare_trained(
     ]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        sentences = prepare_trained(model_dir, test[0], work)
+        sentences = prepare_trained(model_dir, src_tokenizer, test[0], work)
         index = {token: i for i, token in enumerate(ct2_vocabulary(work, "target"))}
         measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
 

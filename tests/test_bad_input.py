@@ -230,6 +230,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("translate --threads -1", NONE, [*TRANSLATE, "--threads", "-1"], "--threads"),
     ("translate --precision fp8", NONE, [*TRANSLATE, "--precision", "fp8"], "--precision"),
     ("translate --profile turbo", NONE, [*TRANSLATE, "--profile", "turbo"], "--profile"),
+    ("translate --stopping soon", NONE, [*TRANSLATE, "--stopping", "soon"], "--stopping"),
     ("generate --top-p 0", NONE, [*GENERATE, "--top-p", "0"], "--top-p"),
     ("generate --top-p 1.5", NONE, [*GENERATE, "--top-p", "1.5"], "--top-p"),
     ("generate --temperature -1", NONE, [*GENERATE, "--temperature", "-1"], "--temperature"),

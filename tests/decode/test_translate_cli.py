@@ -179,12 +179,6 @@ def test_the_commands_offer_every_stopping_rule():
     assert list(STOPPING) == STOPPING_RULES
 
 
-def test_an_unknown_stopping_rule_is_refused_in_one_line(capsys):
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["translate", "--model", "m", "--stopping", "soon"])
-    assert "invalid choice: 'soon'" in capsys.readouterr().err
-
-
 def test_greedy_and_beam_options(model_dir):
     translator = Translator.from_dir(model_dir)
     [[greedy]] = translator.translate(["the dog"], SearchOptions(beam=1))

@@ -65,14 +65,13 @@ def greedy_search(
     out = torch.full((b, int(limit.max())), specials.pad, dtype=torch.long, device=device)
     state = decoder.start(src)
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
-    token = torch.full((b, 1), specials.bos, dtype=torch.long, device=device)  # (A, 1)
+    token = torch.full((b,), specials.bos, dtype=torch.long, device=device)  # (A,)
     for step in range(out.size(1)):
-        scores, state = decoder.step(token, state, normalize=False)  # (A, V)
+        scores, state = decoder.step(token[:, None], state, normalize=False)  # (A, V)
         forbid_specials(scores, specials)
-        token = argmax(scores)[:, None]  # (A, 1)
-        token = token.masked_fill((step + 1 >= limit[active])[:, None], specials.eos)
-        out[active, step] = token.squeeze(1)
-        ended = token.squeeze(1) == specials.eos  # (A,)
+        token = argmax(scores).masked_fill(step + 1 >= limit[active], specials.eos)  # (A,)
+        out[active, step] = token
+        ended = token == specials.eos  # (A,)
         if ended.all():
             return out[:, : step + 1]  # (B, T)
         if ended.any():  # finished sentences leave the batch, as in beam search
