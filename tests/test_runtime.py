@@ -8,6 +8,8 @@ import textwrap
 import pytest
 import torch
 
+from aiayn.accel.packed import onednn_available
+from aiayn.memory import KERNEL_CACHE_VARIABLE
 from aiayn.runtime import (
     DeviceError,
     Distributed,
@@ -56,7 +58,8 @@ def test_devices_that_do_not_exist_here_are_refused_in_one_line(monkeypatch):
 
 def _in_fresh_process(code: str, **env: str) -> str:
     """Run ``code`` in a new interpreter (allocator settings are process-wide); its stdout."""
-    environ = {k: v for k, v in os.environ.items() if k != "LRU_CACHE_CAPACITY"} | env
+    ours = {"LRU_CACHE_CAPACITY", KERNEL_CACHE_VARIABLE}  # what the code under test may set
+    environ = {k: v for k, v in os.environ.items() if k not in ours} | env
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -76,6 +79,30 @@ def test_ideep_cache_is_capped_unless_the_user_set_it():
     """
     assert int(_in_fresh_process(code)) < 1024
     assert _in_fresh_process(code, LRU_CACHE_CAPACITY="512") == "512"
+
+
+@pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
+def test_a_decoding_process_keeps_only_the_latest_compiled_kernels():
+    code = """
+        import os
+        from aiayn.memory import limit_kernel_cache
+        if os.environ.get("DECODING_ONLY"):
+            limit_kernel_cache()
+        import torch
+        from aiayn.accel.packed import packed_for_decoding
+        linear = packed_for_decoding(torch.nn.Sequential(torch.nn.Linear(16, 16)))
+        with torch.inference_mode():
+            for rows in [*range(1, 101), 1]:  # 100 shapes, then the first one again
+                linear(torch.zeros(rows, 16))
+    """
+
+    def last_lookup(**env: str) -> str:  # oneDNN's log: create:cache_hit or create:cache_miss
+        log = _in_fresh_process(code, ONEDNN_VERBOSE="2", **env).splitlines()
+        return [line for line in log if ",create:cache_" in line][-1].split(",")[3]
+
+    assert last_lookup() == "create:cache_hit"  # oneDNN's default keeps 1,024
+    assert last_lookup(DECODING_ONLY="1") == "create:cache_miss"  # 64: the first one is gone
+    assert last_lookup(DECODING_ONLY="1", **{KERNEL_CACHE_VARIABLE: "1024"}) == "create:cache_hit"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")

@@ -73,11 +73,12 @@ def run(args: argparse.Namespace) -> int:
     import torch
     import uvicorn
 
-    from aiayn.memory import tune_allocator
+    from aiayn.memory import limit_kernel_cache, tune_allocator
     from aiayn.runtime import select_device
     from aiayn.serve.app import ServeSettings, create_app, read_api_keys
 
     tune_allocator()
+    limit_kernel_cache()  # this process and its decoding processes only decode
     device = select_device(args.device)
     cores = len(os.sched_getaffinity(0))
     workers = args.workers or (1 if device.type == "cuda" else cores)

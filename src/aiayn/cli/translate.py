@@ -81,6 +81,9 @@ def add_parsers(sub) -> None:
 
 
 def run_translate(args: argparse.Namespace) -> int:
+    from aiayn.memory import limit_kernel_cache
+
+    limit_kernel_cache()
     import torch
 
     from aiayn.data import read_lines

@@ -142,9 +142,10 @@ def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
     import torch
 
     from aiayn.decode.translator import Translator
-    from aiayn.memory import tune_allocator
+    from aiayn.memory import limit_kernel_cache, tune_allocator
 
     tune_allocator()
+    limit_kernel_cache()
     torch.set_num_threads(spec.threads)
     try:
         translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
