@@ -26,7 +26,8 @@ def bleu_validator(cfg: TrainConfig) -> Validator:
     options = SearchOptions(beam=cfg.run.valid_beam, batch_tokens=cfg.data.valid_max_tokens)
 
     def validate(model) -> dict[Metric, float]:
-        translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer)
+        # the weights change between validations: no packed copy (its kernels would stay)
+        translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer, packed=False)
         hyps = [t[0].text for t in translator.translate_ids(sources, options)]
         bleu = corpus_scores(hyps, references, tokenized=tokenized).bleu
         return {Metric.BLEU: bleu, Metric.BLEU_BEAM: float(options.beam)}

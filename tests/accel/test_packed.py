@@ -7,7 +7,7 @@ from torch import nn
 from aiayn.accel.packed import PackedLinear, onednn_available, packed_for_decoding
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
-from aiayn.decode.stepper import TransformerStepper
+from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.models import build_model
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
@@ -73,3 +73,14 @@ def test_greedy_search_through_the_packed_copy_gives_the_same_tokens():
     plain = greedy_search(TransformerStepper(model), src, max_len=12)
     packed = greedy_search(TransformerStepper(packed_for_decoding(model)), src, max_len=12)
     assert torch.equal(plain, packed)
+
+
+def test_the_fast_stepper_can_decode_through_the_model_s_own_weights():
+    """``packed=False`` (a trainer's validation): no copy, the same tokens as the packed one."""
+    model = _model()
+    src = torch.randint(4, 60, (4, 9))
+    own = stepper_for(model, packed=False)
+    assert own.model is model
+    assert stepper_for(model).model is not model
+    packed = greedy_search(stepper_for(model), src, max_len=12)
+    assert torch.equal(greedy_search(own, src, max_len=12), packed)

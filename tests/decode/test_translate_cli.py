@@ -216,3 +216,18 @@ def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):
     Trainer(cfg, validators=[bleu_validator(cfg)]).train()
     rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").open()]
     assert all("bleu" in r for r in rows if r["kind"] == "valid")
+
+
+def test_validation_decodes_through_the_training_weights(tiny_dataset, tmp_path, monkeypatch):
+    """No packed copy per validation: its oneDNN kernels would stay in the trainer's heap."""
+    from aiayn.decode import stepper
+    from aiayn.validation import bleu_validator
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validation packed a copy of the training model")
+
+    monkeypatch.setattr(stepper, "packed_for_decoding", refuse)
+    cfg = tiny_train_config(
+        tiny_dataset, tmp_path / "r", run={"max_updates": 2, "valid_bleu": True}
+    )
+    Trainer(cfg, validators=[bleu_validator(cfg)]).train()

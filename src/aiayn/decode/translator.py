@@ -45,7 +45,11 @@ class Translation:
 
 
 class Translator:
-    """A model with its source and target tokenizers."""
+    """A model with its source and target tokenizers.
+
+    ``packed=False``: decode through the model's own weights, not a packed copy
+    (``aiayn.decode.stepper_for``), for a model that is still training.
+    """
 
     def __init__(
         self,
@@ -55,12 +59,14 @@ class Translator:
         *,
         pretokenized: bool = False,
         languages: tuple[str, str] = ("", ""),
+        packed: bool = True,
     ):
         self.model = model.eval()
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
         self.pretokenized = pretokenized
         self.src_lang, self.tgt_lang = languages  # ISO codes, when the model directory says
+        self.packed = packed
         self._steppers: dict[str, tuple[tuple, TransformerStepper]] = {}  # by precision
 
     @classmethod
@@ -161,7 +167,7 @@ class Translator:
         weights = tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
         kept = self._steppers.get(precision)
         if kept is None or kept[0] != weights:
-            kept = (weights, stepper_for(self.model, precision=precision))
+            kept = (weights, stepper_for(self.model, precision=precision, packed=self.packed))
             self._steppers[precision] = kept
         return kept[1]
 
