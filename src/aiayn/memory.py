@@ -20,7 +20,7 @@ _M_MMAP_MAX = -4
 _IDEEP_CACHE_ENTRIES = "64"
 # oneDNN compiles a kernel for every operator shape it meets and keeps the last 1,024 (its
 # primitive cache; ~0.45 MB each for Transformer-Tiny's linear maps). Training meets a few
-# hundred shapes (the main job: 364) and reuses them every update, so it keeps the default:
+# hundred shapes (the main job's first 400 updates: 364) and reuses them, so it keeps the default:
 # a smaller cache there evicts and recompiles kernels between its activations, and a 512-entry
 # cache raised 400 updates' peak from 1,216 to 1,776 MiB. Decoding meets a new row count at
 # nearly every step (sentences end, beams finish): the main job's test sets meet 563 shapes,
