@@ -4,7 +4,13 @@ import pytest
 import torch
 from torch import nn
 
-from aiayn.accel.packed import PackedLinear, onednn_available, packed_for_decoding
+from aiayn.accel.packed import (
+    MIN_PACKED_WEIGHT,
+    PackedLinear,
+    onednn_available,
+    packed_for_decoding,
+    padded_rows,
+)
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
 from aiayn.decode.stepper import TransformerStepper, stepper_for
@@ -25,14 +31,36 @@ def test_packed_linear_equals_linear_in_float32(bias):
     torch.testing.assert_close(PackedLinear(linear)(x), linear(x), atol=1e-5, rtol=1e-5)
 
 
-def test_packed_linear_in_bfloat16_equals_linear_under_autocast():
+def test_packed_linear_in_bfloat16_equals_linear_under_autocast_in_the_input_s_dtype():
     linear = _linear(bias=True)
     x = torch.randn(7, 16)
     out = PackedLinear(linear, torch.bfloat16)(x)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         expected = linear(x)
-    assert out.dtype == torch.bfloat16
-    torch.testing.assert_close(out.float(), expected.float(), atol=1e-2, rtol=1e-2)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, expected.float(), atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_padding_rows_change_no_row(dtype):
+    """Every row count up to 300 (each padded differently) gives the rows of ``F.linear``."""
+    linear = _linear(bias=True)
+    packed = PackedLinear(linear, dtype)
+    x = torch.randn(300, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        expected = linear(x).float()
+    for n in [*range(1, 40), 127, 128, 129, 255, 256, 257, 300]:
+        out = packed(x[:n])
+        assert out.shape == (n, 40)
+        torch.testing.assert_close(out, expected[:n], atol=1e-2, rtol=1e-2)
+
+
+def test_padded_rows_adds_at_most_an_eighth_and_meets_eight_counts_per_doubling():
+    counts = [padded_rows(n) for n in range(1, 4097)]
+    assert all(n <= m <= n + max(15, n // 8) for n, m in enumerate(counts, start=1))
+    assert padded_rows(0) == 0 and padded_rows(16) == 16 and padded_rows(257) == 288
+    for low in [256, 512, 1024, 2048]:
+        assert len(set(counts[low : 2 * low])) == 8  # rows low+1 .. 2·low
 
 
 def test_packed_linear_defers_to_autocast():
@@ -48,11 +76,22 @@ def _model() -> nn.Module:
 
 def test_the_copy_shares_every_parameter_and_leaves_the_model_alone():
     model = _model()
-    twin = packed_for_decoding(model)
+    twin = packed_for_decoding(model, min_weight=0)
     assert {id(p) for p in twin.parameters()} == {id(p) for p in model.parameters()}
     assert isinstance(model.decoder.layers[0].ffn.w_1, nn.Linear)
     assert isinstance(twin.decoder.layers[0].ffn.w_1, PackedLinear)
     assert not any(isinstance(m, nn.Linear) for m in twin.modules())
+
+
+def test_only_weights_of_min_weight_elements_are_packed():
+    """A tiny model's maps (at most 384 × 128) stay ``nn.Linear``; a 10,000-word output
+    projection is packed."""
+    torch.manual_seed(0)
+    model = build_model(model_preset("tiny", dropout=0.0).with_vocab(10_000)).eval()
+    twin = packed_for_decoding(model)
+    packed = [m for m in twin.modules() if isinstance(m, PackedLinear)]
+    assert [p.weight.shape for p in packed] == [(10_000, 128)]
+    assert all(m.weight.numel() < MIN_PACKED_WEIGHT for m in twin.modules() if type(m) is nn.Linear)
 
 
 @pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float32, 1e-4), (torch.bfloat16, 0.05)])
@@ -63,7 +102,7 @@ def test_the_packed_copy_decodes_as_the_model(dtype, tolerance):
     tgt = torch.randint(4, 60, (3, 5))
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
         expected = model(src, tgt).float()
-    out = packed_for_decoding(model, dtype)(src, tgt).float()
+    out = packed_for_decoding(model, dtype, min_weight=0)(src, tgt).float()
     torch.testing.assert_close(out, expected, atol=tolerance, rtol=tolerance)
 
 
@@ -71,7 +110,8 @@ def test_greedy_search_through_the_packed_copy_gives_the_same_tokens():
     model = _model()
     src = torch.randint(4, 60, (4, 9))
     plain = greedy_search(TransformerStepper(model), src, max_len=12)
-    packed = greedy_search(TransformerStepper(packed_for_decoding(model)), src, max_len=12)
+    packed_model = packed_for_decoding(model, min_weight=0)
+    packed = greedy_search(TransformerStepper(packed_model), src, max_len=12)
     assert torch.equal(plain, packed)
 
 

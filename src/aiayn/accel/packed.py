@@ -1,6 +1,6 @@
 """Linear maps with their weights packed once for oneDNN, for decoding on CPU.
 
-Replaces every ``nn.Linear`` of a model, in a copy used only for decoding
+Replaces the large ``nn.Linear`` layers of a model, in a copy used only for decoding
 (``packed_for_decoding``); the model itself is left as it is.
 
 Why: a decoding step multiplies a few rows by every weight matrix of the decoder. PyTorch's
@@ -8,10 +8,31 @@ default CPU path (MKL's sgemm) re-packs the weight at every call, and under bflo
 autocast also casts every weight to bfloat16 again at every call (autocast's cast cache
 is off in ``torch.inference_mode``). Packing each weight once into oneDNN's blocked layout,
 in the dtype it is multiplied in, removes both (measured here, 2 threads, 64 rows:
-512 → 2,048 in 0.64 vs 0.90 ms in float32 and 0.35 vs 0.39 ms in bfloat16, before the
-casts; base model, greedy search: 42 vs 30 sentences/s in float32, 60 vs 44 in bfloat16).
-This is what ``torch.compile`` does for frozen CPU models, without compiling anything.
-The result equals ``F.linear`` in that dtype up to the order of summation.
+512 → 2,048 in 0.63 vs 1.07 ms in float32, 0.41 in bfloat16; 10,000 × 128, a tiny model's
+output projection: 0.80 vs 1.12 ms, 0.46 in bfloat16). This is what ``torch.compile`` does
+for frozen CPU models, without compiling anything.
+
+Two things decide whether it pays, both measured in decoding, where the row count changes
+at nearly every step (sentences end, beams finish):
+
+- oneDNN builds a kernel for every row count it meets, and a decoding process keeps only
+  the latest 64 (``aiayn.memory``): a row count not kept costs ~300 µs per call. So rows
+  are padded (``padded_rows``), and a decoding process meets a few dozen row counts, not
+  hundreds (rows 300, 299, ..., 1 through a 384 × 128 weight: 113 µs per call padded, 382
+  not; a greedy search of up to 300 rows meets 18 row counts, a beam search of up to
+  1,300 rows 35).
+- For small weights, MKL's sgemm is as fast without packing, and bfloat16 loses its gain
+  to the casts: a tiny model's 384 × 128 map at 64 rows takes 41 µs with ``F.linear``, 50
+  packed, 49 in bfloat16. So only weights of ``MIN_PACKED_WEIGHT`` elements or more are
+  packed (512 × 512 at 64 rows: 201 µs with ``F.linear``, 176 packed, 118 in bfloat16).
+  Tiny model, greedy search of Multi30k test2016 in one process each, alternated: 1.34–1.45 s
+  with every map packed, 1.08–1.26 s with only the output projection packed and padded, and
+  1.03–1.05 s with it packed in bfloat16 (the same BLEU).
+
+A packed map returns the dtype it is given, so the rest of a step (attention, softmax,
+layer norm) stays in float32: on CPU, bfloat16 attention products over a few positions are
+slower than float32 ones. The result equals ``F.linear`` in the packed dtype up to the
+order of summation.
 
 Shapes: N rows, I input features, O output features.
 """
@@ -41,9 +62,22 @@ def can_pack(model: nn.Module) -> bool:
     return weight.device.type == "cpu" and weight.dtype == torch.float32 and onednn_available()
 
 
+ROWS_MULTIPLE = 16  # packed maps compute a multiple of this many rows (``padded_rows``)
+MIN_PACKED_WEIGHT = 1 << 17  # weights of fewer elements stay ``nn.Linear`` (MKL's sgemm)
+
+
+def padded_rows(n: int) -> int:
+    """The row count a packed map computes for ``n`` rows: ``n`` rounded up to a multiple
+    of 16, or past 256 rows of a sixteenth of the power of two at or above ``n``. At most
+    15 or 1/8 more rows; eight row counts per doubling of ``n``."""
+    multiple = max(ROWS_MULTIPLE, 1 << max(0, (n - 1).bit_length() - 4))
+    return -(-n // multiple) * multiple
+
+
 class PackedLinear(nn.Module):
     """``y = x Wᵀ + b`` computed in ``dtype`` with W packed for oneDNN: a snapshot of the
-    weight, taken at construction. The input is cast to ``dtype``; so is the output.
+    weight, taken at construction. The input is cast to ``dtype`` and padded to
+    ``padded_rows``; the output comes back in the input's dtype, without the padding.
 
     ``weight`` and ``bias`` stay the original float32 parameters (shared, not copied), so
     that code reading them, and autocast, still work: under autocast the product defers to
@@ -64,23 +98,30 @@ class PackedLinear(nn.Module):
         if torch.is_autocast_enabled(x.device.type):
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(-1, x.size(-1)).to(self.dtype)  # (N, I)
-        bias = self.packed_bias
-        out = torch.ops.mkldnn._linear_pointwise(flat, self.packed, bias, "none", [], "")  # (N, O)
-        return out.view(*x.shape[:-1], out.size(-1))  # (..., O)
+        n = flat.size(0)
+        if padded_rows(n) > n:
+            flat = F.pad(flat, (0, 0, 0, padded_rows(n) - n))  # (N', I), N' > N
+        out = torch.ops.mkldnn._linear_pointwise(
+            flat, self.packed, self.packed_bias, "none", [], ""
+        )  # (N', O)
+        return out[:n].to(x.dtype).view(*x.shape[:-1], out.size(-1))  # (..., O)
 
 
-def packed_for_decoding(model: nn.Module, dtype: torch.dtype = torch.float32) -> nn.Module:
-    """A copy of ``model`` whose ``nn.Linear`` layers are ``PackedLinear`` in ``dtype``.
+def packed_for_decoding(
+    model: nn.Module, dtype: torch.dtype = torch.float32, *, min_weight: int = MIN_PACKED_WEIGHT
+) -> nn.Module:
+    """A copy of ``model`` whose ``nn.Linear`` layers of at least ``min_weight`` weight
+    elements are ``PackedLinear`` in ``dtype``; smaller ones stay as they are (float32).
 
     Every parameter and buffer is shared with ``model``, not copied; only the packed
     weights are new. The copy is a snapshot: make a new one after the weights change.
-    With ``bfloat16``, the copy computes what the model computes under bfloat16 autocast
-    (matrix products in bfloat16, the rest in float32) without casting any weight again.
+    With ``bfloat16``, the packed maps multiply in bfloat16 without casting any weight
+    again, and everything else runs in float32.
     """
     shared = {id(t): t for t in [*model.parameters(), *model.buffers()]}
     twin = copy.deepcopy(model, memo=shared)
     for module in list(twin.modules()):
         for name, child in list(module.named_children()):
-            if isinstance(child, nn.Linear):
+            if isinstance(child, nn.Linear) and child.weight.numel() >= min_weight:
                 setattr(module, name, PackedLinear(child, dtype))
     return twin.eval()

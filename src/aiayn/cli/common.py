@@ -105,7 +105,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=["fp32", "bf16"],
         default="fp32",
-        help="bf16: matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
+        help="bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
 

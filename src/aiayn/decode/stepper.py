@@ -110,9 +110,10 @@ class FastTransformerStepper(TransformerStepper):
     """``TransformerStepper`` with the fast profile's decoding tricks (``aiayn.accel``):
     the beams of a sentence share one copy of its memory keys/values and source mask
     (``SharedMemory``, read by ``BeamSharedCrossAttention``); on CPU, the model decodes
-    through a copy with its weights packed once in the precision's dtype
+    through a copy with its large weights packed once in the precision's dtype
     (``packed_for_decoding``: build a new stepper after changing the weights), which needs
-    no autocast; and the log-softmax overwrites the logits.
+    no autocast (in bf16, the rest of a step stays in float32); and the log-softmax
+    overwrites the logits.
 
     ``packed=False`` decodes through the model's own weights: for a model whose weights
     change between decodings (a trainer's validation), where each packed copy would only add

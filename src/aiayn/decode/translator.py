@@ -33,7 +33,7 @@ class SearchOptions:
     batch_tokens: int = 4096  # source tokens per batch (padded)
     max_src_len: int = 1024  # longer inputs are truncated (or refused)
     on_long: Literal["truncate", "error"] = "truncate"
-    precision: Precision = "fp32"  # bf16: matrix products in bfloat16
+    precision: Precision = "fp32"  # bf16: the large linear maps multiply in bfloat16
     stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
 
 
