@@ -18,9 +18,9 @@ at nearly every step (sentences end, beams finish):
 - oneDNN builds a kernel for every row count it meets, and a decoding process keeps only
   the latest 64 (``aiayn.memory``): a row count not kept costs ~300 µs per call. So rows
   are padded (``padded_rows``), and a decoding process meets a few dozen row counts, not
-  hundreds (rows 300, 299, ..., 1 through a 384 × 128 weight: 113 µs per call padded, 382
-  not; a greedy search of up to 300 rows meets 18 row counts, a beam search of up to
-  1,300 rows 35).
+  hundreds (rows 300, 299, ..., 1 through a 384 × 128 weight: 113 µs per call padded to
+  multiples of 16, 382 not; a greedy search of up to 300 rows meets 34 row counts, a beam
+  search of up to 1,300 rows 50).
 - For small weights, MKL's sgemm is as fast without packing, and bfloat16 loses its gain
   to the casts: a tiny model's 384 × 128 map at 64 rows takes 41 µs with ``F.linear``, 50
   packed, 49 in bfloat16. So only weights of ``MIN_PACKED_WEIGHT`` elements or more are
@@ -62,15 +62,20 @@ def can_pack(model: nn.Module) -> bool:
     return weight.device.type == "cpu" and weight.dtype == torch.float32 and onednn_available()
 
 
-ROWS_MULTIPLE = 16  # packed maps compute a multiple of this many rows (``padded_rows``)
+EXACT_ROWS = 8  # up to this many rows (a sentence, its beams), packed maps compute them as they are
+ROWS_MULTIPLE = 8  # above, it computes a multiple of this many rows, or more (``padded_rows``)
 MIN_PACKED_WEIGHT = 1 << 17  # weights of fewer elements stay ``nn.Linear`` (MKL's sgemm)
 
 
 def padded_rows(n: int) -> int:
-    """The row count a packed map computes for ``n`` rows: ``n`` rounded up to a multiple
-    of 16, or past 256 rows of a sixteenth of the power of two at or above ``n``. At most
-    15 or 1/8 more rows; eight row counts per doubling of ``n``."""
-    multiple = max(ROWS_MULTIPLE, 1 << max(0, (n - 1).bit_length() - 4))
+    """The row count a packed map computes for ``n`` rows: ``n`` itself up to 8 rows (one
+    sentence's beams: padding them to 16 costs 2-3x, e.g. 216 vs 76 µs for one row through
+    10,000 × 128), then ``n`` rounded up to a multiple of 8, or past 128 rows of a sixteenth
+    of the power of two at or above ``n``. At most 7 or 1/8 more rows; eight row counts
+    per doubling of ``n``."""
+    if n <= EXACT_ROWS:
+        return n
+    multiple = max(ROWS_MULTIPLE, 1 << ((n - 1).bit_length() - 4))
     return -(-n // multiple) * multiple
 
 
