@@ -89,6 +89,19 @@ def test_only_weights_of_min_weight_elements_are_packed():
     assert all(m.weight.numel() < MIN_PACKED_WEIGHT for m in twin.modules() if type(m) is nn.Linear)
 
 
+def test_bfloat16_outputs_only_when_every_map_is_packed():
+    """Partly packed, packed maps return float32, so that bfloat16 and float32 never meet in
+    one product; wholly packed, the copy runs as under autocast."""
+    torch.manual_seed(0)
+    model = build_model(model_preset("tiny", dropout=0.0).with_vocab(10_000)).eval()
+    src, tgt = torch.randint(4, 10_000, (2, 6)), torch.randint(4, 10_000, (2, 5))
+    partly = packed_for_decoding(model, torch.bfloat16)
+    wholly = packed_for_decoding(model, torch.bfloat16, min_weight=0)
+    with torch.inference_mode():
+        assert partly(src, tgt).dtype == torch.float32
+        assert wholly(src, tgt).dtype == torch.bfloat16
+
+
 @pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float32, 1e-4), (torch.bfloat16, 0.05)])
 def test_the_packed_copy_decodes_as_the_model(dtype, tolerance):
     """float32: the model's logits; bfloat16: the model's logits under bfloat16 autocast."""
