@@ -19,7 +19,7 @@ at nearly every step (sentences end, beams finish):
   the latest 64 (``aiayn.memory``): a row count not kept costs ~300 µs per call. So rows
   are padded (``padded_rows``), and a decoding process meets a few dozen row counts, not
   hundreds (rows 300, 299, ..., 1 through a 384 × 128 weight: 113 µs per call padded to
-  multiples of 16, 382 not; a greedy search of up to 300 rows meets 34 row counts, a beam
+  multiples of 16, 382 not; a greedy search of up to 300 rows meets 33 row counts, a beam
   search of up to 1,300 rows 50).
 - For small weights, MKL's sgemm is as fast without packing, and bfloat16 loses its gain
   to the casts: a tiny model's 384 × 128 map at 64 rows takes 41 µs with ``F.linear``, 50
@@ -31,7 +31,7 @@ at nearly every step (sentences end, beams finish):
 
 When every linear map of the model is packed, their outputs stay in the packed dtype, as
 under autocast: attention products then run in bfloat16 too, which pays at base size (beam
-5, fixed rows: 21.0–22.6 vs 17.8–18.8 sentences/s with float32 outputs). When small maps
+5, fixed rows: 22.4–23.2 vs 17.8–18.8 sentences/s with float32 outputs). When small maps
 stay float32, packed maps return float32, so that the two never meet in one product and the
 rest of a step (attention, softmax, layer norm) stays in float32: at tiny size bfloat16
 attention products over a few positions are slower than float32 ones. The result equals
