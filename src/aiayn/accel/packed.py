@@ -66,7 +66,7 @@ def can_pack(model: nn.Module) -> bool:
 
 
 EXACT_ROWS = 8  # up to this many rows (a sentence, its beams), packed maps compute them as they are
-ROWS_MULTIPLE = 8  # above, it computes a multiple of this many rows, or more (``padded_rows``)
+ROWS_MULTIPLE = 8  # above, a multiple of this many rows (of more past 128: ``padded_rows``)
 MIN_PACKED_WEIGHT = 1 << 17  # weights of fewer elements stay ``nn.Linear`` (MKL's sgemm)
 
 
@@ -114,9 +114,9 @@ class PackedLinear(nn.Module):
         if torch.is_autocast_enabled(x.device.type):
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(-1, x.size(-1)).to(self.dtype)  # (N, I)
-        n = flat.size(0)
-        if padded_rows(n) > n:
-            flat = F.pad(flat, (0, 0, 0, padded_rows(n) - n))  # (N', I), N' > N
+        n, padded = flat.size(0), padded_rows(flat.size(0))
+        if padded > n:
+            flat = F.pad(flat, (0, 0, 0, padded - n))  # (N', I), N' > N
         out = torch.ops.mkldnn._linear_pointwise(
             flat, self.packed, self.packed_bias, "none", [], ""
         )  # (N', O)
