@@ -41,6 +41,12 @@ def test_packed_linear_in_bfloat16_equals_linear_under_autocast_in_the_input_s_d
     torch.testing.assert_close(out, expected.float(), atol=1e-2, rtol=1e-2)
 
 
+def test_packed_linear_defers_to_autocast():
+    linear = _linear(bias=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert PackedLinear(linear)(torch.randn(3, 16)).dtype == torch.bfloat16
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_the_padding_rows_change_no_row(dtype):
     """Every row count up to 300 (each padded differently) gives the rows of ``F.linear``."""
