@@ -70,9 +70,9 @@ def test_padded_rows_adds_at_most_an_eighth_and_meets_eight_counts_per_doubling(
         assert len(set(counts[low : 2 * low])) == 8  # rows low+1 .. 2·low
 
 
-def _model() -> nn.Module:
+def _model(vocab: int = 60) -> nn.Module:
     torch.manual_seed(0)
-    return build_model(model_preset("tiny", dropout=0.0).with_vocab(60)).eval()
+    return build_model(model_preset("tiny", dropout=0.0).with_vocab(vocab)).eval()
 
 
 def test_the_copy_shares_every_parameter_and_leaves_the_model_alone():
@@ -87,8 +87,7 @@ def test_the_copy_shares_every_parameter_and_leaves_the_model_alone():
 def test_only_weights_of_min_weight_elements_are_packed():
     """A tiny model's maps (at most 384 × 128) stay ``nn.Linear``; a 10,000-word output
     projection is packed."""
-    torch.manual_seed(0)
-    model = build_model(model_preset("tiny", dropout=0.0).with_vocab(10_000)).eval()
+    model = _model(vocab=10_000)
     twin = packed_for_decoding(model)
     packed = [m for m in twin.modules() if isinstance(m, PackedLinear)]
     assert [p.weight.shape for p in packed] == [(10_000, 128)]
@@ -98,8 +97,7 @@ def test_only_weights_of_min_weight_elements_are_packed():
 def test_bfloat16_outputs_only_when_every_map_is_packed():
     """Partly packed, packed maps return float32, so that bfloat16 and float32 never meet in
     one product; wholly packed, the copy runs as under autocast."""
-    torch.manual_seed(0)
-    model = build_model(model_preset("tiny", dropout=0.0).with_vocab(10_000)).eval()
+    model = _model(vocab=10_000)
     src, tgt = torch.randint(4, 10_000, (2, 6)), torch.randint(4, 10_000, (2, 5))
     partly = packed_for_decoding(model, torch.bfloat16)
     wholly = packed_for_decoding(model, torch.bfloat16, min_weight=0)

@@ -114,7 +114,8 @@ class PackedLinear(nn.Module):
         if torch.is_autocast_enabled(x.device.type):
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(-1, x.size(-1)).to(self.dtype)  # (N, I)
-        n, padded = flat.size(0), padded_rows(flat.size(0))
+        n = flat.size(0)
+        padded = padded_rows(n)
         if padded > n:
             flat = F.pad(flat, (0, 0, 0, padded - n))  # (N', I), N' > N
         out = torch.ops.mkldnn._linear_pointwise(
@@ -144,7 +145,7 @@ def packed_for_decoding(
         for name, child in module.named_children()
         if isinstance(child, nn.Linear)
     ]
-    packed = [entry for entry in linears if entry[2].weight.numel() >= min_weight]
+    packed = [(m, name, c) for m, name, c in linears if c.weight.numel() >= min_weight]
     out_dtype = dtype if len(packed) == len(linears) else None
     for module, name, child in packed:
         setattr(module, name, PackedLinear(child, dtype, out_dtype=out_dtype))
