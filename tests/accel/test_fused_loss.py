@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.accel.fused_loss import fused_label_smoothed_nll
+from aiayn.accel.fused_loss import CHUNK_ROWS_MULTIPLE, chunks, fused_label_smoothed_nll
 from aiayn.modules import OutputProjection
 from aiayn.train.loss import fused_loss, label_smoothed_nll
 
@@ -85,3 +85,16 @@ def test_fused_loss_equals_the_reference_loss_through_a_projection():
     torch.testing.assert_close(fused_nll, nll)
     torch.testing.assert_close(hidden.grad, ref_grads[0])
     torch.testing.assert_close(output.weight.grad, ref_grads[1])
+
+
+@pytest.mark.parametrize(
+    "n, chunk_rows", [(1, 256), (3830, 256), (4097, 256), (50, 7), (8192, 8192)]
+)
+def test_chunks_tile_the_rows_and_pad_products_to_few_row_counts(n, chunk_rows):
+    bounds = chunks(n, chunk_rows)
+    assert [r.start for r, _ in bounds] == list(range(0, n, chunk_rows))
+    assert bounds[-1][0].stop == n
+    for rows, padded in bounds:
+        count = rows.stop - rows.start
+        assert padded % CHUNK_ROWS_MULTIPLE == 0
+        assert count <= padded < count + CHUNK_ROWS_MULTIPLE

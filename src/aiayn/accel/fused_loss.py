@@ -19,10 +19,16 @@ Shapes: N real (non-pad) target tokens, D d_model, V vocabulary, C rows per chun
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 CPU_CHUNK_ROWS = 256  # rows of logits per chunk on the CPU: a chunk stays in cache
 GPU_CHUNK_ROWS = 8192  # elsewhere: few kernel launches per batch (8,192 × 32k bf16 = 0.5 GB)
+# A chunk's matrix products run on a multiple of this many rows, the last chunk padded with
+# zero rows. Why: oneDNN compiles and keeps a kernel per row count, and the last chunk of a
+# batch has as many row counts as the batches have token counts: ~1 MiB of kept kernels per
+# count (its three products, 10,000 × 128 bfloat16), ~114 counts over the main job's epoch.
+CHUNK_ROWS_MULTIPLE = 32
 
 
 def fused_label_smoothed_nll(
@@ -89,10 +95,13 @@ def _chunked(hidden, weight, target, epsilon, chunk_rows, dtype, needs_grad):
         if needs_grad
         else weight.new_empty(0)
     )
-    for start in range(0, n, chunk_rows):
-        rows = slice(start, min(start + chunk_rows, n))
-        h_c, t_c = h[rows], target[rows]
-        logits = h_c @ w.T  # (C, V)
+    for rows, padded_rows in chunks(n, chunk_rows):
+        c = rows.stop - rows.start
+        h_c, t_c = h[rows], target[rows]  # (C, D), (C,)
+        if padded_rows > c:
+            h_c = F.pad(h_c, (0, 0, 0, padded_rows - c))  # (C', D)
+        padded_logits = h_c @ w.T  # (C', V); rows past C are zeros
+        logits = padded_logits[:c]  # (C, V)
         logits -= logits.amax(dim=-1, keepdim=True)  # shifted: softmax is unchanged
         picked = logits.gather(1, t_c[:, None]).squeeze(1).float()  # (C,)
         mean = logits.mean(dim=-1, dtype=torch.float32)  # (C,)
@@ -105,6 +114,16 @@ def _chunked(hidden, weight, target, epsilon, chunk_rows, dtype, needs_grad):
         if needs_grad:
             grad = probs.div_(total[:, None].to(dtype)).sub_(epsilon / v)  # softmax - ε/V
             grad[torch.arange(grad.size(0), device=grad.device), t_c] -= 1.0 - epsilon
-            grad_hidden[rows] = grad @ w  # (C, D)
-            grad_weight += (grad.T @ h_c).float()  # (V, D)
+            padded_grad = padded_logits  # (C', V): grad, then rows past C ...
+            padded_grad[c:] = 0.0  # ... zeroed, adding nothing to the weight's gradient
+            grad_hidden[rows] = (padded_grad @ w)[:c]  # (C, D)
+            grad_weight += (padded_grad.T @ h_c).float()  # (V, D)
     return loss, nll, grad_hidden, grad_weight.to(weight.dtype)
+
+
+def chunks(n: int, chunk_rows: int) -> list[tuple[slice, int]]:
+    """The rows of each chunk of ``n`` rows, and the rows its products run on: the chunk's
+    count rounded up to a multiple of ``CHUNK_ROWS_MULTIPLE``."""
+    bounds = [slice(start, min(start + chunk_rows, n)) for start in range(0, n, chunk_rows)]
+    multiple = CHUNK_ROWS_MULTIPLE
+    return [(rows, -(-(rows.stop - rows.start) // multiple) * multiple) for rows in bounds]
