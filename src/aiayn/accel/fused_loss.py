@@ -13,7 +13,8 @@ On a GPU the same loop runs with large chunks: each chunk is a few kernel launch
 H100, 1,700 pairs: base 240k target tokens/s with 256 rows, 342k with 2,048, 349k with
 8,192; big 128k, 168k, 170k).
 
-Shapes: N real (non-pad) target tokens, D d_model, V vocabulary, C rows per chunk.
+Shapes: N real (non-pad) target tokens, D d_model, V vocabulary, C rows per chunk, C' ≥ C
+the rows its matrix products run on.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ GPU_CHUNK_ROWS = 8192  # elsewhere: few kernel launches per batch (8,192 × 32k 
 # A chunk's matrix products run on a multiple of this many rows, the last chunk padded with
 # zero rows. Why: oneDNN compiles and keeps a kernel per row count, and the last chunk of a
 # batch has as many row counts as the batches have token counts: ~1 MiB of kept kernels per
-# count (its three products, 10,000 × 128 bfloat16), ~114 counts over the main job's epoch.
+# count (its three products, 10,000 × 128 bfloat16), ~114 counts over the main job's epoch,
+# kept between training's tensors. Padded: the main job peaked at 1,027 MiB, not 1,357-1,457.
 CHUNK_ROWS_MULTIPLE = 32
 
 
