@@ -116,10 +116,9 @@ def _chunked(hidden, weight, target, epsilon, chunk_rows, dtype, needs_grad):
         if needs_grad:
             grad = probs.div_(total[:, None].to(dtype)).sub_(epsilon / v)  # softmax - ε/V
             grad[torch.arange(grad.size(0), device=grad.device), t_c] -= 1.0 - epsilon
-            padded_grad = padded_logits  # (C', V): grad, then rows past C ...
-            padded_grad[c:] = 0.0  # ... zeroed, adding nothing to the weight's gradient
-            grad_hidden[rows] = (padded_grad @ w)[:c]  # (C, D)
-            grad_weight += (padded_grad.T @ h_c).float()  # (V, D)
+            padded_logits[c:] = 0.0  # (C', V): grad, then zero rows adding nothing
+            grad_hidden[rows] = (padded_logits @ w)[:c]  # (C, D)
+            grad_weight += (padded_logits.T @ h_c).float()  # (V, D)
     return loss, nll, grad_hidden, grad_weight.to(weight.dtype)
 
 
