@@ -8,11 +8,13 @@ import torch
 from safetensors.torch import load_file
 
 from aiayn.cli import main
-from aiayn.config import PAD_ID, ConfigError
+from aiayn.config import PAD_ID, ConfigError, PrepareConfig
 from aiayn.config_io import train_config_from_dict
-from aiayn.data import Batch, collate, load_prepared
+from aiayn.data import Batch, collate, load_prepared, prepare
+from aiayn.data.corpus import MANIFEST
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
+from aiayn.train.run_dir import RunDirectoryError
 from aiayn.train.state import UpdateResult, Window
 
 from .conftest import config_dict, tiny_train_config, write_toml
@@ -271,3 +273,34 @@ def test_batches_padded_to_a_multiple(tiny_dataset):
         assert b.shape[1] % 8 == 0 and b.shape[1] >= a.shape[1]
         assert torch.equal(b[:, : a.shape[1]], a)
         assert (b[:, a.shape[1] :] == PAD_ID).all()
+
+
+def _prepared_again(dataset, directory, **changes):
+    """``dataset`` prepared again into ``directory`` with some options changed."""
+    options = json.loads((dataset / MANIFEST).read_text())["options"]
+    prepare(PrepareConfig(**{**options, "test": tuple(options["test"]), **changes}), directory)
+    return directory
+
+
+def test_resume_refuses_another_architecture(tiny_dataset, tmp_path):
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 2})).train()
+    cfg = tiny_train_config(tiny_dataset, tmp_path / "run", model={"d_ff": 48})
+    with pytest.raises(RunDirectoryError, match=r"model\.d_ff = 64, the config now says 48"):
+        Trainer(cfg, resume=True)
+
+
+def test_resume_refuses_data_of_another_vocabulary_of_the_same_size(tiny_dataset, tmp_path):
+    """Same sizes, so the same architecture: only the pieces tell the data apart."""
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 2})).train()
+    other = _prepared_again(tiny_dataset, tmp_path / "fewer", vocab_sample=200)
+    before = list_checkpoints(tmp_path / "run")
+    with pytest.raises(RunDirectoryError, match="another source vocabulary"):
+        Trainer(tiny_train_config(other, tmp_path / "run", run={"max_updates": 4}), resume=True)
+    assert list_checkpoints(tmp_path / "run") == before
+
+
+def test_resume_accepts_the_same_data_prepared_again(tiny_dataset, tmp_path):
+    Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 2})).train()
+    again = _prepared_again(tiny_dataset, tmp_path / "again")
+    cfg = tiny_train_config(again, tmp_path / "run", run={"max_updates": 4})
+    assert Trainer(cfg, resume=True).train().update == 4

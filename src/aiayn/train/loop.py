@@ -47,7 +47,12 @@ from aiayn.train.metrics import (
     SilentReporter,
 )
 from aiayn.train.optim import make_optimizer
-from aiayn.train.run_dir import RunLock, check_run_directory, check_same_architecture
+from aiayn.train.run_dir import (
+    RunLock,
+    check_run_directory,
+    check_same_architecture,
+    check_same_vocabularies,
+)
 from aiayn.train.schedule import learning_rate
 from aiayn.train.state import TrainerState, UpdateResult, Window
 from aiayn.train.tasks import TrainingBatch, make_task
@@ -149,14 +154,15 @@ class Trainer:
             (self.run_dir / "config.json").write_text(resolved)
 
     def _resume(self) -> None:
-        def same_architecture(path: Path) -> None:
+        def same_model_and_data(path: Path) -> None:
             check_same_architecture(read_model_config(path), self.model_cfg, where=self.run_dir)
+            check_same_vocabularies(path, self.task.tokenizers(), where=self.run_dir)
 
         restored = restore_newest(
             self.run_dir,
             model=self.model,
             optimizer=self.optimizer,
-            check=same_architecture,
+            check=same_model_and_data,
             warn=self.log,
         )
         if restored is None:

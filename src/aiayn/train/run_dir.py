@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import IO
 
 from aiayn.config import ModelConfig
+from aiayn.data.tokenizer import Tokenizer, load_tokenizer
+from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.errors import AiaynError
 
 LOCK_FILE = ".lock"
@@ -111,3 +113,37 @@ def check_same_architecture(saved: ModelConfig, current: ModelConfig, *, where: 
                 f"says {now!r}: resuming would load the weights into another architecture "
                 "(choose another run.dir, or restore the setting)"
             )
+
+
+def check_same_vocabularies(
+    checkpoint: Path, data: tuple[Path, TokenizerInfo], *, where: Path
+) -> None:
+    """Refuse to resume ``where`` on data whose subword vocabularies differ from the ones
+    ``checkpoint`` was trained with: its weights would read other subwords under the same ids
+    (vocabularies of the same sizes pass ``check_same_architecture``). The pieces are compared,
+    not the files, so the same data prepared again resumes.
+
+    Raises:
+        RunDirectoryError: naming the side and the first id whose piece differs.
+    """
+    saved_src, saved_tgt, _ = load_tokenizers(checkpoint)
+    directory, info = data
+    src = load_tokenizer(directory / info.src_file)
+    tgt = src if info.tgt_file == info.src_file else load_tokenizer(directory / info.tgt_file)
+    for side, before, now in (("source", saved_src, src), ("target", saved_tgt, tgt)):
+        old, new = _all_pieces(before), _all_pieces(now)
+        if old == new:
+            continue
+        first = next(
+            (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+            min(len(old), len(new)),
+        )
+        raise RunDirectoryError(
+            f"{where} was trained on another {side} vocabulary than {directory}'s "
+            f"({len(old)} pieces, now {len(new)}; id {first} differs): resuming would feed "
+            "its weights other subwords (choose another run.dir, or the data it was trained on)"
+        )
+
+
+def _all_pieces(tokenizer: Tokenizer) -> list[str]:
+    return tokenizer.pieces(range(tokenizer.vocab_size))

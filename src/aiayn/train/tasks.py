@@ -46,6 +46,10 @@ class Task(Protocol):
 
     def assets(self) -> dict[str, bytes]: ...
 
+    def tokenizers(self) -> tuple[Path, TokenizerInfo]:
+        """The data's tokenizer files: their directory and description."""
+        ...
+
     def data_state(self) -> dict[str, int]: ...
 
     def load_data_state(self, state: dict[str, int]) -> None: ...
@@ -127,6 +131,9 @@ class TranslationTask:
         return TranslationLoss(model, epsilon=epsilon)
 
     def assets(self) -> dict[str, bytes]:
+        return _tokenizer_assets(*self.tokenizers())
+
+    def tokenizers(self) -> tuple[Path, TokenizerInfo]:
         manifest = self.data.manifest
         files = manifest["vocab"]["files"]
         info = describe_tokenizers(
@@ -137,7 +144,7 @@ class TranslationTask:
             tgt_lang=manifest["tgt_lang"],
             pretokenized=manifest["pretokenized"],
         )
-        return _tokenizer_assets(self.data.directory, info)
+        return self.data.directory, info
 
     def data_state(self) -> dict[str, int]:
         return self.train.state_dict()
@@ -252,9 +259,11 @@ class LanguageModelTask:
         return LanguageModelLoss(model, epsilon=epsilon)
 
     def assets(self) -> dict[str, bytes]:
+        return _tokenizer_assets(*self.tokenizers())
+
+    def tokenizers(self) -> tuple[Path, TokenizerInfo]:
         name = self.data.manifest["tokenizer"]
-        info = describe_tokenizers(self.data.directory, name, name)
-        return _tokenizer_assets(self.data.directory, info)
+        return self.data.directory, describe_tokenizers(self.data.directory, name, name)
 
     def data_state(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position}
