@@ -1,5 +1,7 @@
 """The decoder-only language model: structure, cache parity, training, generation, CLI."""
 
+import shutil
+
 import pytest
 import torch
 
@@ -95,12 +97,9 @@ def test_top_k_one_is_greedy():
     assert greedy == top1
 
 
-@pytest.fixture(scope="module")
-def trained_lm(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lm")
-    (root / "text.txt").write_text(TEXT)
-    prepare_lm(root / "text.txt", root / "data", valid_fraction=0.1)
-    cfg = train_config_from_dict(
+def _lm_config(root, run_dir, *, max_updates: int):
+    """The tiny language model's recipe on ``root``'s prepared text."""
+    return train_config_from_dict(
         {
             "task": "lm",
             "model": {**LM, "positional": "learned", "max_positions": 32, "norm_first": True},
@@ -123,16 +122,31 @@ def trained_lm(tmp_path_factory):
                 "clip_norm": 1.0,
             },
             "run": {
-                "dir": str(root / "run"),
-                "max_updates": 300,
+                "dir": str(run_dir),
+                "max_updates": max_updates,
                 "log_every": 100,
                 "valid_every": 150,
                 "save_every": 150,
             },
         }
     )
+
+
+@pytest.fixture(scope="module")
+def trained_lm(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lm")
+    (root / "text.txt").write_text(TEXT)
+    prepare_lm(root / "text.txt", root / "data", valid_fraction=0.1)
+    cfg = _lm_config(root, root / "run", max_updates=300)
     state = Trainer(cfg).train()
     return root, state
+
+
+def test_a_language_model_resumes_on_its_own_data(trained_lm, tmp_path):
+    root, _ = trained_lm
+    shutil.copytree(root / "run", tmp_path / "run")
+    cfg = _lm_config(root, tmp_path / "run", max_updates=302)
+    assert Trainer(cfg, resume=True).train().update == 302
 
 
 def test_a_tiny_lm_overfits_a_short_text(trained_lm):
