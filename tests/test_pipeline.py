@@ -2,8 +2,11 @@
 
 import json
 
+import pytest
+
 from aiayn.config_io import load_toml, recipe_from_dict
 from aiayn.pipeline import format_results, run_pipeline
+from aiayn.train.run_dir import RunDirectoryError
 
 from .data.corpora import make_corpus
 
@@ -82,7 +85,8 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
         '[optim]\nschedule = "inverse_sqrt"\nlr = 0.003\nwarmup_steps = 10\n'
         "[run]\nmax_updates = 40\nsave_every = 20\nvalid_every = 40\nlog_every = 20\n"
     )
-    recipe = recipe_from_dict(load_toml(str(recipe_file)))
+    values = load_toml(str(recipe_file))
+    recipe = recipe_from_dict(values)
     work = tmp_path / "work"
     result = run_pipeline(recipe, work, recipe_dir=recipe_file.parent)
     [test] = result.tests
@@ -91,3 +95,9 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
     manifest = json.loads((work / "data" / "manifest.json").read_text())
     assert manifest["splits"]["train"]["pairs"] == 400
     assert run_pipeline(recipe, work, recipe_dir=recipe_file.parent).updates == 40  # resumable
+
+    data = (work / "data" / "manifest.json").read_bytes()
+    changed = recipe_from_dict({**values, "prepare": {"vocab_size": 50}})
+    with pytest.raises(RunDirectoryError, match="vocab_size = 60, the recipe now says 50"):
+        run_pipeline(changed, work, recipe_dir=recipe_file.parent)
+    assert (work / "data" / "manifest.json").read_bytes() == data  # not prepared again

@@ -32,6 +32,7 @@ from aiayn.store.model_dir import save_model
 from aiayn.train import Trainer, TrainerState, list_checkpoints
 from aiayn.train.checkpoint import average_checkpoints, model_assets
 from aiayn.train.metrics import Reporter, SilentReporter
+from aiayn.train.run_dir import RunDirectoryError
 from aiayn.validation import validators_for
 
 
@@ -105,6 +106,7 @@ def run_pipeline(
     if _prepared_with(data_dir, prep):
         log(f"reusing {data_dir}")
     else:
+        _check_checkpoints_allow(prep, data_dir, work / "run")
         prepare(prep, data_dir, overwrite=True, workers=min(4, os.cpu_count() or 1), log=log)
     done("prepare")
 
@@ -228,6 +230,33 @@ def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
         return False
     options = json.loads(manifest.read_text()).get("options")
     return options == json.loads(json.dumps(config_to_dict(cfg)))
+
+
+PATH_OPTIONS = {"train", "valid", "test"}  # where the text is, not how it is prepared
+
+
+def _check_checkpoints_allow(cfg: PrepareConfig, data_dir: Path, run_dir: Path) -> None:
+    """Refuse to prepare the data again, in another way, under a run that has checkpoints:
+    the trainer would refuse the new data (``check_same_vocabularies``) only after the
+    preparation, and the data those checkpoints were trained on would be gone. A change of
+    paths alone passes: the same text prepared again resumes.
+
+    Raises:
+        RunDirectoryError: naming the first option that changed, before and now.
+    """
+    manifest = data_dir / MANIFEST
+    if not list_checkpoints(run_dir) or not manifest.is_file():
+        return
+    before = json.loads(manifest.read_text()).get("options", {})
+    now = json.loads(json.dumps(config_to_dict(cfg)))
+    changed = [k for k in now if k not in PATH_OPTIONS and before.get(k) != now[k]]
+    if changed:
+        key = changed[0]
+        raise RunDirectoryError(
+            f"{run_dir} has checkpoints trained on data prepared with {key} = "
+            f"{before.get(key)!r}, the recipe now says {now[key]!r}: choose another work "
+            f"directory (--work), or remove {run_dir.parent} to start again"
+        )
 
 
 def _read_split(prefix: str, p: PipelineConfig) -> tuple[list[str], list[str]]:
