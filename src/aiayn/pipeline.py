@@ -103,10 +103,11 @@ def run_pipeline(
     stage("prepare")
     prep = _prepare_config(recipe, corpus)
     data_dir = work / "data"
-    if _prepared_with(data_dir, prep):
+    prepared, wanted = _prepared_options(data_dir), _options(prep)
+    if prepared == wanted:
         log(f"reusing {data_dir}")
     else:
-        _check_checkpoints_allow(prep, data_dir, work / "run")
+        _check_checkpoints_allow(prepared, wanted, work / "run")
         prepare(prep, data_dir, overwrite=True, workers=min(4, os.cpu_count() or 1), log=log)
     done("prepare")
 
@@ -224,31 +225,32 @@ def _prepare_config(recipe: Recipe, corpus: CorpusFiles) -> PrepareConfig:
     )
 
 
-def _prepared_with(data_dir: Path, cfg: PrepareConfig) -> bool:
+def _prepared_options(data_dir: Path) -> dict | None:
+    """The options ``data_dir`` was prepared with; None when it holds no dataset."""
     manifest = data_dir / MANIFEST
-    if not manifest.is_file():
-        return False
-    options = json.loads(manifest.read_text()).get("options")
-    return options == json.loads(json.dumps(config_to_dict(cfg)))
+    return json.loads(manifest.read_text()).get("options") if manifest.is_file() else None
+
+
+def _options(cfg: PrepareConfig) -> dict:
+    """``cfg`` as a manifest records it (JSON values: lists, not tuples)."""
+    return json.loads(json.dumps(config_to_dict(cfg)))
 
 
 PATH_OPTIONS = {"train", "valid", "test"}  # where the text is, not how it is prepared
 
 
-def _check_checkpoints_allow(cfg: PrepareConfig, data_dir: Path, run_dir: Path) -> None:
-    """Refuse to prepare the data again, in another way, under a run that has checkpoints:
-    the trainer would refuse the new data (``check_same_vocabularies``) only after the
-    preparation, and the data those checkpoints were trained on would be gone. A change of
-    paths alone passes: the same text prepared again resumes.
+def _check_checkpoints_allow(before: dict | None, now: dict, run_dir: Path) -> None:
+    """Refuse to prepare the data again with options ``now`` instead of ``before`` under a
+    run that has checkpoints: the trainer would refuse the new data
+    (``check_same_vocabularies``) only after the preparation, and the data those
+    checkpoints were trained on would be gone. A change of paths alone passes: the same
+    text prepared again resumes.
 
     Raises:
         RunDirectoryError: naming the first option that changed, before and now.
     """
-    manifest = data_dir / MANIFEST
-    if not list_checkpoints(run_dir) or not manifest.is_file():
+    if before is None or not list_checkpoints(run_dir):
         return
-    before = json.loads(manifest.read_text()).get("options", {})
-    now = json.loads(json.dumps(config_to_dict(cfg)))
     changed = [k for k in now if k not in PATH_OPTIONS and before.get(k) != now[k]]
     if changed:
         key = changed[0]
