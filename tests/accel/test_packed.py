@@ -4,11 +4,13 @@ import pytest
 import torch
 from torch import nn
 
+from aiayn.accel import packed as packed_module
 from aiayn.accel.packed import (
     MIN_PACKED_WEIGHT,
     PackedLinear,
     onednn_available,
     packed_for_decoding,
+    packs_bfloat16,
     padded_rows,
 )
 from aiayn.config import model_preset
@@ -17,6 +19,10 @@ from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.models import build_model
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
+needs_bfloat16_packing = pytest.mark.skipif(
+    not packs_bfloat16(),
+    reason="oneDNN packs bfloat16 only with AVX512-BW/VL/DQ or AVX-NE-CONVERT, not on this CPU",
+)
 
 
 def _linear(bias: bool) -> nn.Linear:
@@ -31,6 +37,7 @@ def test_packed_linear_equals_linear_in_float32(bias):
     torch.testing.assert_close(PackedLinear(linear)(x), linear(x), atol=1e-5, rtol=1e-5)
 
 
+@needs_bfloat16_packing
 def test_packed_linear_in_bfloat16_equals_linear_under_autocast_in_the_input_s_dtype():
     linear = _linear(bias=True)
     x = torch.randn(7, 16)
@@ -47,7 +54,9 @@ def test_packed_linear_defers_to_autocast():
         assert PackedLinear(linear)(torch.randn(3, 16)).dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, pytest.param(torch.bfloat16, marks=needs_bfloat16_packing)]
+)
 def test_the_padding_rows_change_no_row(dtype):
     """Every row count up to 300 (each padded differently) gives the rows of ``F.linear``."""
     linear = _linear(bias=True)
@@ -94,6 +103,7 @@ def test_only_weights_of_min_weight_elements_are_packed():
     assert all(m.weight.numel() < MIN_PACKED_WEIGHT for m in twin.modules() if type(m) is nn.Linear)
 
 
+@needs_bfloat16_packing
 def test_bfloat16_outputs_only_when_every_map_is_packed():
     """Partly packed, packed maps return float32, so that bfloat16 and float32 never meet in
     one product; wholly packed, the copy runs as under autocast."""
@@ -106,7 +116,10 @@ def test_bfloat16_outputs_only_when_every_map_is_packed():
         assert wholly(src, tgt).dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize(("dtype", "tolerance"), [(torch.float32, 1e-4), (torch.bfloat16, 0.05)])
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"),
+    [(torch.float32, 1e-4), pytest.param(torch.bfloat16, 0.05, marks=needs_bfloat16_packing)],
+)
 def test_the_packed_copy_decodes_as_the_model(dtype, tolerance):
     """float32: the model's logits; bfloat16: the model's logits under bfloat16 autocast."""
     model = _model()
@@ -136,3 +149,21 @@ def test_the_fast_stepper_can_decode_through_the_model_s_own_weights():
     assert stepper_for(model).model is not model
     packed = greedy_search(stepper_for(model), src, max_len=12)
     assert torch.equal(greedy_search(own, src, max_len=12), packed)
+
+
+@pytest.mark.parametrize("packs", [pytest.param(True, marks=needs_bfloat16_packing), False])
+def test_bf16_stepping_packs_where_onednn_can_and_autocasts_elsewhere(monkeypatch, packs):
+    """A bf16 stepper over a packable output projection: packed where this CPU lets oneDNN
+    pack bfloat16, else the model under autocast (an AVX2 CPU refused the packing outright);
+    either way the plain stepper's bf16 log-probabilities."""
+    monkeypatch.setattr(packed_module, "packs_bfloat16", lambda: packs)
+    model = _model(vocab=10_000)
+    src = torch.randint(4, 10_000, (3, 7))
+    tokens = torch.full((3, 1), model.specials.bos)
+    fast = stepper_for(model, precision="bf16")
+    assert any(isinstance(m, PackedLinear) for m in fast.model.modules()) == packs
+    plain = TransformerStepper(model, precision="bf16")
+    with torch.inference_mode():
+        expected, _ = plain.step(tokens, plain.start(src))
+        got, _ = fast.step(tokens, fast.start(src))
+    torch.testing.assert_close(got, expected, atol=0.05, rtol=0.05)

@@ -43,6 +43,7 @@ Shapes: N rows, I input features, O output features.
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -59,10 +60,29 @@ def onednn_available() -> bool:
     )
 
 
-def can_pack(model: nn.Module) -> bool:
-    """Whether ``packed_for_decoding`` applies: float32 weights on the CPU, and oneDNN."""
+@functools.cache
+def packs_bfloat16() -> bool:
+    """Whether oneDNN packs bfloat16 weights on this CPU: it refuses without AVX512-BW/VL/DQ
+    or AVX-NE-CONVERT (e.g. on an AVX2-only CPU), so it is asked once with a small weight."""
+    if not onednn_available():
+        return False
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(16, 16, dtype=torch.bfloat16), None)
+    except RuntimeError:
+        return False
+    return True
+
+
+def can_pack(model: nn.Module, dtype: torch.dtype = torch.float32) -> bool:
+    """Whether ``packed_for_decoding`` applies in ``dtype``: float32 weights on the CPU, and
+    oneDNN (able to pack ``dtype`` on this CPU)."""
     weight = next(model.parameters())
-    return weight.device.type == "cpu" and weight.dtype == torch.float32 and onednn_available()
+    return (
+        weight.device.type == "cpu"
+        and weight.dtype == torch.float32
+        and onednn_available()
+        and (dtype != torch.bfloat16 or packs_bfloat16())
+    )
 
 
 EXACT_ROWS = 8  # up to this many rows (a sentence, its beams), packed maps compute them as they are

@@ -112,7 +112,8 @@ class FastTransformerStepper(TransformerStepper):
     (``SharedMemory``, read by ``BeamSharedCrossAttention``); on CPU, the model decodes
     through a copy with its large weights packed once in the precision's dtype
     (``packed_for_decoding``: build a new stepper after changing the weights), which needs
-    no autocast (in bf16, the rest of a step stays in float32); and the log-softmax
+    no autocast (in bf16, the rest of a step stays in float32; a CPU on which oneDNN cannot
+    pack bfloat16 decodes under autocast instead); and the log-softmax
     overwrites the logits.
 
     ``packed=False`` decodes through the model's own weights: for a model whose weights
@@ -120,10 +121,10 @@ class FastTransformerStepper(TransformerStepper):
     oneDNN kernels of its own row shapes to the process (see ``stepper_for``)."""
 
     def __init__(self, model: Transformer, *, precision: Precision = "fp32", packed: bool = True):
-        if not (packed and can_pack(model)):
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        if not (packed and can_pack(model, dtype)):
             super().__init__(model, precision=precision)
             return
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         super().__init__(packed_for_decoding(model, dtype))
 
     def start(self, src: Tensor) -> TransformerState:
