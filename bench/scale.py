@@ -166,7 +166,7 @@ def train(data: Path, run: Path, updates: int) -> tuple[float, int, float]:
         f'[model]\npreset = "tiny"\n[data]\ndir = "{data}"\nmax_tokens = 4096\n'
         f'[optim]\nschedule = "inverse_sqrt"\nlr = 0.001\nwarmup_steps = 100\n'
         f'[run]\ndir = "{run}"\nmax_updates = {updates}\nlog_every = {updates}\n'
-        f'valid_every = {updates * 10}\nsave_every = {updates * 10}\nprecision = "bf16"\n'
+        f'valid_every = {updates * 10}\nsave_every = {updates * 10}\nprecision = "auto"\n'
     )
     seconds, peak, _ = measured([sys.executable, "-m", "aiayn", "train", str(config)])
     rows = [json.loads(line) for line in (run / "metrics.jsonl").open()]

@@ -13,10 +13,15 @@ from aiayn.memory import KERNEL_CACHE_VARIABLE
 from aiayn.runtime import (
     DeviceError,
     Distributed,
+    computes_bfloat16,
     ddp_arguments,
     distributed_from_env,
+    emulated_bfloat16_warning,
+    resolve_precision,
     select_device,
 )
+
+CPU = torch.device("cpu")
 
 
 def test_each_local_rank_gets_its_own_gpu(monkeypatch):
@@ -31,6 +36,36 @@ def test_each_local_rank_gets_its_own_gpu(monkeypatch):
 def test_without_cuda_auto_is_the_cpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert select_device("auto", local_rank=2) == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("avx512_bf16", "amx", "auto"),
+    [(True, False, "bf16"), (False, True, "bf16"), (False, False, "fp32")],
+)
+def test_auto_precision_is_bf16_only_on_bfloat16_hardware(monkeypatch, avx512_bf16, amx, auto):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert resolve_precision("auto", CPU) == auto
+    for asked in ("fp32", "bf16", "fp16"):
+        assert resolve_precision(asked, CPU) == asked  # what is asked for explicitly is kept
+    warning = emulated_bfloat16_warning("bf16", CPU)
+    assert (warning is None) == (auto == "bf16")
+    assert emulated_bfloat16_warning("fp32", CPU) is None
+
+
+def test_emulated_bf16_warning_is_one_line(monkeypatch):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    warning = emulated_bfloat16_warning("bf16", CPU)
+    assert warning is not None and "\n" not in warning and "emulated" in warning
+
+
+def test_auto_precision_on_a_gpu_follows_its_bfloat16_support(monkeypatch):
+    gpu = torch.device("cuda", 0)
+    for supported, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda s=supported: s)
+        assert computes_bfloat16(gpu) is supported
+        assert resolve_precision("auto", gpu) == expected
 
 
 def test_ddp_pins_a_gpu_replica_to_its_device():

@@ -264,7 +264,7 @@ class RunConfig:
     save_every: int = 1000
     keep_last: int = 5  # checkpoints kept (the average needs as many as it averages)
     patience: int = 0  # validations without improvement before stopping (0: never)
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"  # auto: bf16 where hardware has it
     compile: bool = False  # torch.compile the model
     profile: Literal["reference", "fast"] = "fast"  # plain modules, or the measured tricks
     device: str = "auto"  # auto, cpu, cuda, cuda:N

@@ -52,6 +52,39 @@ class DeviceError(AiaynError):
     """A device that does not exist here."""
 
 
+def computes_bfloat16(device: torch.device) -> bool:
+    """True where bfloat16 matrix products run in hardware: a CUDA GPU that supports them
+    (Ampere on), or an x86 CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them:
+    on a 2-core AVX2 CPU a bf16 training step of the tiny model ran 20× slower than fp32
+    (193 vs 3,904 target tokens/s, ``bench/train.py``). ARM CPUs count as emulating, for
+    want of a check PyTorch offers."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    cpu = torch.cpu
+    return any(
+        getattr(cpu, check, lambda: False)()
+        for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    )
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """``auto`` is ``bf16`` where ``device`` computes bfloat16 in hardware, else ``fp32``;
+    any other precision is kept as asked."""
+    if requested != "auto":
+        return requested
+    return "bf16" if computes_bfloat16(device) else "fp32"
+
+
+def emulated_bfloat16_warning(precision: str, device: torch.device) -> str | None:
+    """A one-line warning when ``precision`` is bf16 on a device that emulates it."""
+    if precision != "bf16" or computes_bfloat16(device):
+        return None
+    return (
+        f"warning: bf16 on {device.type} without bfloat16 hardware (AVX512-BF16 or AMX) "
+        "is emulated and many times slower than fp32 here; use precision fp32 or auto"
+    )
+
+
 @dataclass(frozen=True)
 class Distributed:
     """This process's place in a torchrun job (rank 0 of 1 without torchrun)."""

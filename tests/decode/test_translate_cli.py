@@ -74,6 +74,23 @@ def test_over_long_lines_are_truncated_with_a_warning_or_refused(model_dir, tmp_
     assert "aiayn translate: error: line 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("bfloat16_hardware", "warned"), [(False, True), (True, False)])
+def test_bf16_decoding_warns_where_it_is_emulated_and_auto_avoids_it(
+    model_dir, tmp_path, capsys, monkeypatch, bfloat16_hardware, warned
+):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bfloat16_hardware)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    (tmp_path / "in.txt").write_text("the dog runs\n")
+    args = ["translate", "--model", str(model_dir), "-i", str(tmp_path / "in.txt"), "--beam", "2"]
+    outputs = {}
+    for precision in ("bf16", "auto", "fp32"):
+        assert main([*args, "--precision", precision]) == 0
+        captured = capsys.readouterr()
+        outputs[precision] = captured.out
+        assert ("emulated" in captured.err) == (warned and precision == "bf16")
+    assert outputs["auto"] == outputs["bf16" if bfloat16_hardware else "fp32"]
+
+
 def test_nbest_lines_have_scores_best_first(model_dir, tmp_path, capsys):
     (tmp_path / "in.txt").write_text("the dog\nthe cat sleeps\n")
     assert (

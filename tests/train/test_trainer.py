@@ -1,3 +1,4 @@
+import contextlib
 import json
 import math
 import shutil
@@ -12,6 +13,7 @@ from aiayn.config import PAD_ID, ConfigError, PrepareConfig
 from aiayn.config_io import train_config_from_dict
 from aiayn.data import Batch, collate, load_prepared, prepare
 from aiayn.data.corpus import MANIFEST
+from aiayn.runtime import emulated_bfloat16_warning
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
 from aiayn.train.run_dir import RunDirectoryError
@@ -148,12 +150,52 @@ def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_dataset, tmp_path):
         trainer.train()
 
 
+class Messages:
+    """A reporter that keeps the trainer's messages."""
+
+    def __init__(self):
+        self.lines = []
+
+    def log(self, message):
+        self.lines.append(message)
+
+    def progress(self, *_):
+        pass
+
+    def close(self):
+        pass
+
+
 def test_bf16_autocast_trains(tiny_dataset, tmp_path):
     cfg = tiny_train_config(
         tiny_dataset, tmp_path / "r", run={"precision": "bf16", "max_updates": 6}
     )
-    state = Trainer(cfg).train()
+    messages = Messages()
+    state = Trainer(cfg, reporter=messages).train()
     assert state.best_valid is not None and math.isfinite(state.best_valid)
+    emulated = emulated_bfloat16_warning("bf16", torch.device("cpu")) is not None
+    assert any("emulated" in m for m in messages.lines) == emulated  # warned only where it is
+
+
+def test_auto_precision_trains_in_what_the_hardware_has(tiny_dataset, tmp_path, monkeypatch):
+    """``auto`` autocasts to bf16 only where bfloat16 is computed in hardware; explicit bf16
+    on emulating hardware trains as asked, with a warning."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    auto = Trainer(tiny_train_config(tiny_dataset, tmp_path / "a", run={"precision": "auto"}))
+    explicit = Trainer(tiny_train_config(tiny_dataset, tmp_path / "b", run={"precision": "bf16"}))
+    try:
+        assert auto.precision == "fp32" and explicit.precision == "bf16"
+        assert isinstance(auto._autocast(), contextlib.nullcontext)
+    finally:
+        auto.close()
+        explicit.close()
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    native = Trainer(tiny_train_config(tiny_dataset, tmp_path / "c", run={"precision": "auto"}))
+    try:
+        assert native.precision == "bf16"
+    finally:
+        native.close()
 
 
 def test_existing_run_needs_resume(tiny_dataset, tmp_path):

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiayn.errors import AiaynError
 from aiayn.train.metrics import Metric, Row
+
+if TYPE_CHECKING:
+    import torch
 
 
 class UsageError(AiaynError):
@@ -103,11 +106,23 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--precision",
-        choices=["fp32", "bf16"],
+        choices=["fp32", "bf16", "auto"],
         default="fp32",
-        help="bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX)",
+        help="bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or "
+        "AMX, emulated and far slower on others); auto: bf16 where the hardware has it",
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+
+
+def search_precision(requested: str, device: torch.device) -> str:
+    """The precision to decode in on ``device`` (``auto`` resolved), warning on stderr when
+    bf16 would be emulated."""
+    from aiayn.runtime import emulated_bfloat16_warning, resolve_precision
+
+    precision = resolve_precision(requested, device)
+    if warning := emulated_bfloat16_warning(precision, device):
+        log(warning)
+    return precision
 
 
 def one_line(error: BaseException) -> str:

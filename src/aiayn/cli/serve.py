@@ -8,7 +8,14 @@ import importlib.util
 import os
 import socket
 
-from aiayn.cli.common import UsageError, add_search_options, integer, log, number
+from aiayn.cli.common import (
+    UsageError,
+    add_search_options,
+    integer,
+    log,
+    number,
+    search_precision,
+)
 
 
 def add_parsers(sub) -> None:
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         threads=threads,
         beam=args.beam,
         alpha=args.alpha,
-        precision=args.precision,
+        precision=search_precision(args.precision, device),
         stopping=args.stopping,
         batch_tokens=args.batch_tokens,
         max_wait_ms=args.max_wait_ms,

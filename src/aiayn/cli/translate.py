@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from aiayn.cli.common import UsageError, add_search_options, integer, log
+from aiayn.cli.common import UsageError, add_search_options, integer, log, search_precision
 
 
 def add_parsers(sub) -> None:
@@ -107,7 +107,7 @@ def run_translate(args: argparse.Namespace) -> int:
         batch_tokens=args.batch_tokens,
         max_src_len=args.max_src_len,
         on_long=args.on_long,
-        precision=args.precision,
+        precision=search_precision(args.precision, device),
         stopping=args.stopping,
     )
     translator.check(options)

@@ -25,8 +25,10 @@ from aiayn.runtime import (
     Distributed,
     ddp_arguments,
     distributed_from_env,
+    emulated_bfloat16_warning,
     init_distributed,
     mixed_seed,
+    resolve_precision,
     select_device,
 )
 from aiayn.store.model_dir import read_model_config, save_model
@@ -100,7 +102,8 @@ class Trainer:
     def _set_up(self, resume: bool) -> None:
         cfg = self.cfg
         self.device = select_device(cfg.run.device, local_rank=self.dist.local_rank)
-        if cfg.run.precision == "fp16" and self.device.type != "cuda":
+        self.precision = resolve_precision(cfg.run.precision, self.device)
+        if self.precision == "fp16" and self.device.type != "cuda":
             raise TrainingError('fp16 needs a GPU; use precision = "bf16" on CPU')
         init_distributed(self.dist, self.device, timeout_minutes=cfg.run.dist_timeout_minutes)
         self.task = make_task(cfg, self.dist, self.device)
@@ -108,7 +111,7 @@ class Trainer:
         torch.manual_seed(cfg.run.seed)  # the same initial weights on every rank
         self.model = build_model(self.model_cfg, profile=cfg.run.profile).to(self.device)
         self.optimizer = make_optimizer(cfg, self.model, fused=self.model.profile.fused_optimizer)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=cfg.run.precision == "fp16")
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainerState()
         self._shapes_met: set[tuple[torch.Size, ...]] = set()
         self._prepare_run_dir(resume)
@@ -185,9 +188,11 @@ class Trainer:
 
     def _train(self) -> TrainerState:
         run = self.cfg.run
+        if warning := emulated_bfloat16_warning(self.precision, self.device):
+            self.log(warning)
         self.log(
             f"training {sum(p.numel() for p in self.model.parameters()):,} parameters "
-            f"on {self.device} ({self.dist.world_size} process(es), {run.precision}, "
+            f"on {self.device} ({self.dist.world_size} process(es), {self.precision}, "
             f"{run.profile} profile)"
         )
         window = Window()
@@ -403,7 +408,7 @@ class Trainer:
     # -- helpers ----------------------------------------------------------------------------
 
     def _autocast(self) -> contextlib.AbstractContextManager:
-        precision = self.cfg.run.precision
+        precision = self.precision
         if precision == "fp32":
             return contextlib.nullcontext()
         if precision == "fp16" and self.device.type != "cuda":
