@@ -60,12 +60,16 @@ def test_emulated_bf16_warning_is_one_line(monkeypatch):
     assert warning is not None and "\n" not in warning and "emulated" in warning
 
 
-def test_auto_precision_on_a_gpu_follows_its_bfloat16_support(monkeypatch):
+def test_auto_precision_on_a_gpu_is_bf16_from_ampere_on(monkeypatch):
+    """Compute capability 8.0 on: ``torch.cuda.is_bf16_supported()`` would also count a T4's
+    or V100's emulation."""
     gpu = torch.device("cuda", 0)
-    for supported, expected in ((True, "bf16"), (False, "fp32")):
-        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda s=supported: s)
-        assert computes_bfloat16(gpu) is supported
+    monkeypatch.setattr(torch.version, "hip", None)
+    for capability, expected in (((9, 0), "bf16"), ((8, 0), "bf16"), ((7, 5), "fp32")):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d, c=capability: c)
+        assert computes_bfloat16(gpu) is (expected == "bf16")
         assert resolve_precision("auto", gpu) == expected
+    assert "compute capability 8.0" in emulated_bfloat16_warning("bf16", gpu)
 
 
 def test_ddp_pins_a_gpu_replica_to_its_device():

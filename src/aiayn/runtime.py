@@ -53,13 +53,14 @@ class DeviceError(AiaynError):
 
 
 def computes_bfloat16(device: torch.device) -> bool:
-    """True where bfloat16 matrix products run in hardware: a CUDA GPU that supports them
-    (Ampere on), or an x86 CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them:
-    on a 2-core AVX2 CPU a bf16 training step of the tiny model ran 20× slower than fp32
-    (193 vs 3,904 target tokens/s, ``bench/train.py``). ARM CPUs count as emulating, for
-    want of a check PyTorch offers."""
+    """True where bfloat16 matrix products run in hardware: an NVIDIA GPU of compute
+    capability 8.0 on (Ampere; ``torch.cuda.is_bf16_supported()`` also counts emulation), an
+    AMD GPU, or an x86 CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them: on a
+    2-core AVX2 CPU a bf16 training step of the tiny model ran 20× slower than fp32 (193 vs
+    3,904 target tokens/s, ``bench/train.py``). ARM CPUs count as emulating, for want of a
+    check PyTorch offers."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        return bool(torch.version.hip) or torch.cuda.get_device_capability(device) >= (8, 0)
     cpu = torch.cpu
     return any(
         getattr(cpu, check, lambda: False)()
@@ -79,9 +80,10 @@ def emulated_bfloat16_warning(precision: str, device: torch.device) -> str | Non
     """A one-line warning when ``precision`` is bf16 on a device that emulates it."""
     if precision != "bf16" or computes_bfloat16(device):
         return None
+    lacks = "compute capability 8.0" if device.type == "cuda" else "AVX512-BF16 or AMX"
     return (
-        f"warning: bf16 on {device.type} without bfloat16 hardware (AVX512-BF16 or AMX) "
-        "is emulated and many times slower than fp32 here; use precision fp32 or auto"
+        f"warning: bf16 on {device} without bfloat16 hardware ({lacks}) is emulated and "
+        "many times slower than fp32 here; use precision fp32 or auto"
     )
 
 
