@@ -207,6 +207,9 @@ def test_greedy_and_beam_options(model_dir):
         assert stopped.text
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
+    for unresolved in ("auto", "fp16"):  # never decoded silently in float32
+        with pytest.raises(TranslationError, match=f"precision '{unresolved}' is not one of"):
+            translator.translate(["the dog"], SearchOptions(precision=unresolved))
 
 
 def test_a_translator_follows_changes_to_its_weights(model_dir):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
@@ -164,6 +164,11 @@ class Translator:
     def _stepper(self, precision: Precision) -> TransformerStepper:
         """The model's stepper in ``precision``, kept while the weights stay the same (a
         fast stepper packs them once: ``aiayn.accel.packed``)."""
+        if precision not in get_args(Precision):
+            raise TranslationError(
+                f"precision {precision!r} is not one of {', '.join(get_args(Precision))} "
+                "(aiayn.runtime.resolve_precision turns auto into one for a device)"
+            )
         weights = tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
         kept = self._steppers.get(precision)
         if kept is None or kept[0] != weights:
