@@ -21,7 +21,7 @@ from aiayn.train import checkpoint as checkpoint_module
 from aiayn.train.metrics import METRICS_FILE
 
 from .data.corpora import sentences, write_lines
-from .train.conftest import config_dict, tiny_train_config, write_toml
+from .train.conftest import Messages, config_dict, tiny_train_config, write_toml
 
 CLI = [sys.executable, "-m", "aiayn"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -66,20 +66,9 @@ def test_resume_skips_a_damaged_newest_checkpoint(tiny_dataset, tmp_path, damage
     newest = list_checkpoints(tmp_path / "run")[-1]
     path = newest / damaged
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    messages = []
-
-    class Collect:
-        def log(self, message):
-            messages.append(message)
-
-        def progress(self, *_):
-            pass
-
-        def close(self):
-            pass
-
+    messages = Messages()
     cfg = tiny_train_config(tiny_dataset, tmp_path / "run", run={**run, "max_updates": 16})
-    state = Trainer(cfg, resume=True, reporter=Collect()).train()
+    state = Trainer(cfg, resume=True, reporter=messages).train()
     assert any(f"skipping damaged checkpoint {newest.name}" in m and damaged in m for m in messages)
     assert any("resumed from" in m and "step_00000008" in m for m in messages)
     assert state.update == 16

@@ -58,3 +58,22 @@ def _toml_value(value) -> str:
     if isinstance(value, str):
         return f'"{value}"'
     return repr(value)
+
+
+class Messages:
+    """A reporter that keeps the trainer's messages."""
+
+    def __init__(self):
+        self.lines = []
+
+    def __iter__(self):
+        return iter(self.lines)
+
+    def log(self, message):
+        self.lines.append(message)
+
+    def progress(self, *_):
+        pass
+
+    def close(self):
+        pass

@@ -19,7 +19,7 @@ from aiayn.train import Trainer, TrainingError, list_checkpoints
 from aiayn.train.run_dir import RunDirectoryError
 from aiayn.train.state import UpdateResult, Window
 
-from .conftest import config_dict, tiny_train_config, write_toml
+from .conftest import Messages, config_dict, tiny_train_config, write_toml
 
 
 def test_training_reduces_loss_and_writes_the_run(tiny_dataset, tmp_path):
@@ -148,22 +148,6 @@ def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_dataset, tmp_path):
     assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
     with pytest.raises(TrainingError, match="3 non-finite losses in a row"):
         trainer.train()
-
-
-class Messages:
-    """A reporter that keeps the trainer's messages."""
-
-    def __init__(self):
-        self.lines = []
-
-    def log(self, message):
-        self.lines.append(message)
-
-    def progress(self, *_):
-        pass
-
-    def close(self):
-        pass
 
 
 def test_bf16_autocast_trains(tiny_dataset, tmp_path):

@@ -411,8 +411,6 @@ class Trainer:
         precision = self.precision
         if precision == "fp32":
             return contextlib.nullcontext()
-        if precision == "fp16" and self.device.type != "cuda":
-            raise TrainingError('fp16 needs a GPU; use precision = "bf16" on CPU')
         dtype = torch.bfloat16 if precision == "bf16" else torch.float16
         return torch.autocast(self.device.type, dtype=dtype)
 
