@@ -1,6 +1,6 @@
 """Process set-up for training and inference: seeds, devices, and multi-process (torchrun)
-groups (the memory allocator's set-up is ``aiayn.memory``). No aiayn module imports this
-except the CLI and train."""
+groups (the memory allocator's set-up is ``aiayn.memory``). Only the CLI, train and serve
+import this (models and decoding never do)."""
 
 from __future__ import annotations
 

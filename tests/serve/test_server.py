@@ -10,6 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
+
+from aiayn.errors import AiaynError
 
 httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
@@ -271,3 +274,20 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_de):
+    from fastapi.testclient import TestClient
+
+    from aiayn.runtime import resolve_precision
+    from aiayn.serve.app import ServeSettings, create_app
+
+    resolved = resolve_precision("auto", torch.device("cpu"))
+    settings = ServeSettings(model=str(en_de), precision="auto", workers=1)
+    with TestClient(create_app(settings)) as client:
+        answer = client.post("/translate", json={"q": SENTENCES, "target": "de"})
+    assert answer.status_code == 200, answer.text
+    expected = expected_translations(en_de, SENTENCES, precision=resolved)
+    assert answer.json()["translatedText"] == expected
+    with pytest.raises(AiaynError, match=r"^precision must be fp32, bf16 or auto, got 'fp16'$"):
+        create_app(ServeSettings(model=str(en_de), precision="fp16"))

@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+import torch
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
@@ -71,12 +72,25 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
     return keys
 
 
+def with_resolved_precision(settings: ServeSettings) -> ServeSettings:
+    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does),
+    refusing at start a precision no request could be decoded in."""
+    from aiayn.decode.stepper import Precision
+    from aiayn.runtime import resolve_precision
+
+    precision = resolve_precision(settings.precision, torch.device(settings.device))
+    if precision not in get_args(Precision):
+        raise AiaynError(f"precision must be fp32, bf16 or auto, got {settings.precision!r}")
+    return replace(settings, precision=precision)
+
+
 def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = None) -> FastAPI:
     """The FastAPI application serving ``settings.model``; ``on_stop`` is given a summary
     once the last accepted request has been answered."""
     from aiayn.data.tokenizer_files import read_tokenizer_info
     from aiayn.store import read_model_config
 
+    settings = with_resolved_precision(settings)
     cfg = read_model_config(settings.model)
     read_tokenizer_info(settings.model)  # a clear error now rather than at the first request
     if cfg.is_encoder_decoder:
