@@ -1,14 +1,18 @@
 """A short run of the whole pipeline on a slice of the real Multi30k."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from aiayn.config_io import load_toml, recipe_from_dict
+from aiayn.files import sha256_file
 from aiayn.pipeline import format_results, run_pipeline
 from aiayn.train.run_dir import RunDirectoryError
 
-from .data.corpora import make_corpus
+from .data.corpora import make_corpus, sentences, write_lines
+from .train.conftest import Messages
 
 
 def _smoke_recipe(tmp_path):
@@ -69,8 +73,8 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     assert again.updates == 90  # a finished run is reused, not retrained
 
 
-def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
-    """``dataset = "files"``: train, valid and test prefixes relative to the recipe."""
+def _own_corpus_recipe(tmp_path, max_updates: int = 40) -> Path:
+    """A recipe of ``dataset = "files"`` over a three-file corpus, relative paths."""
     make_corpus(tmp_path / "corpus", train=400, gz=True)
     recipe_file = tmp_path / "recipes" / "mine.toml"
     recipe_file.parent.mkdir()
@@ -83,8 +87,15 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
         "[model]\nd_model = 32\nn_heads = 4\nd_ff = 64\nn_encoder_layers = 2\n"
         "n_decoder_layers = 2\n"
         '[optim]\nschedule = "inverse_sqrt"\nlr = 0.003\nwarmup_steps = 10\n'
-        "[run]\nmax_updates = 40\nsave_every = 20\nvalid_every = 40\nlog_every = 20\n"
+        f"[run]\nmax_updates = {max_updates}\nsave_every = 20\nvalid_every = 40\n"
+        "log_every = 20\n"
     )
+    return recipe_file
+
+
+def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
+    """``dataset = "files"``: train, valid and test prefixes relative to the recipe."""
+    recipe_file = _own_corpus_recipe(tmp_path)
     values = load_toml(str(recipe_file))
     recipe = recipe_from_dict(values)
     work = tmp_path / "work"
@@ -101,3 +112,25 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
     with pytest.raises(RunDirectoryError, match="vocab_size = 60, the recipe now says 50"):
         run_pipeline(changed, work, recipe_dir=recipe_file.parent)
     assert (work / "data" / "manifest.json").read_bytes() == data  # not prepared again
+
+
+def test_text_changed_under_the_same_path_is_prepared_again_or_refused(tmp_path):
+    """The dataset records its text's digests: a run with checkpoints refuses text that
+    changed under it (naming the file); without checkpoints the text is prepared again."""
+    recipe_file = _own_corpus_recipe(tmp_path, max_updates=20)
+    recipe, work = recipe_from_dict(load_toml(str(recipe_file))), tmp_path / "work"
+    run_pipeline(recipe, work, recipe_dir=recipe_file.parent)
+    train_src = tmp_path / "corpus" / "train.src.gz"
+    write_lines(train_src.with_suffix(""), sentences(400, seed=7), gz=True)
+    data = (work / "data" / "manifest.json").read_bytes()
+
+    with pytest.raises(RunDirectoryError, match=r"train\.src\.gz as it was, and its text has"):
+        run_pipeline(recipe, work, recipe_dir=recipe_file.parent)
+    assert (work / "data" / "manifest.json").read_bytes() == data  # not prepared again
+
+    shutil.rmtree(work / "run")
+    messages = Messages()
+    run_pipeline(recipe, work, recipe_dir=recipe_file.parent, reporter=messages)
+    assert any("train.src.gz changed since" in line for line in messages)
+    digest = json.loads((work / "data" / "manifest.json").read_text())["splits"]["train"]
+    assert digest["text_sha256"]["src"] == sha256_file(train_src)

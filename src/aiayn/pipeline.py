@@ -27,6 +27,7 @@ from aiayn.data.wmt14 import fetch_wmt14
 from aiayn.decode.process import DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
+from aiayn.files import sha256_file
 from aiayn.memory import release_free_memory
 from aiayn.store.model_dir import save_model
 from aiayn.train import Trainer, TrainerState, list_checkpoints
@@ -103,11 +104,14 @@ def run_pipeline(
     stage("prepare")
     prep = _prepare_config(recipe, corpus)
     data_dir = work / "data"
-    prepared, wanted = _prepared_options(data_dir), _options(prep)
-    if prepared == wanted:
+    manifest, wanted = _prepared_manifest(data_dir), _options(prep)
+    changed = _changed_text(manifest, prep)
+    if manifest.get("options") == wanted and changed is None:
         log(f"reusing {data_dir}")
     else:
-        _check_checkpoints_allow(prepared, wanted, work / "run")
+        _check_checkpoints_allow(manifest.get("options"), wanted, changed, work / "run")
+        if changed is not None:
+            log(f"{changed} changed since {data_dir} was prepared: preparing it again")
         prepare(prep, data_dir, overwrite=True, workers=min(4, os.cpu_count() or 1), log=log)
     done("prepare")
 
@@ -225,10 +229,24 @@ def _prepare_config(recipe: Recipe, corpus: CorpusFiles) -> PrepareConfig:
     )
 
 
-def _prepared_options(data_dir: Path) -> dict | None:
-    """The options ``data_dir`` was prepared with; None when it holds no dataset."""
+def _prepared_manifest(data_dir: Path) -> dict:
+    """The manifest of the dataset in ``data_dir``; empty when it holds none."""
     manifest = data_dir / MANIFEST
-    return json.loads(manifest.read_text()).get("options") if manifest.is_file() else None
+    return json.loads(manifest.read_text()) if manifest.is_file() else {}
+
+
+def _changed_text(manifest: dict, cfg: PrepareConfig) -> str | None:
+    """The first training or validation file whose text differs from the one the dataset
+    was prepared from (by the digest its manifest records); None when none does, or when
+    the dataset records no digests."""
+    splits = manifest.get("splits", {})
+    for name, prefix in (("train", cfg.train), ("valid", cfg.valid)):
+        recorded = splits.get(name, {}).get("text_sha256", {})
+        for role, lang in (("src", cfg.src_lang), ("tgt", cfg.tgt_lang)):
+            path = resolve_split_file(prefix, lang)
+            if role in recorded and sha256_file(path) != recorded[role]:
+                return str(path)
+    return None
 
 
 def _options(cfg: PrepareConfig) -> dict:
@@ -239,18 +257,28 @@ def _options(cfg: PrepareConfig) -> dict:
 PATH_OPTIONS = {"train", "valid", "test"}  # where the text is, not how it is prepared
 
 
-def _check_checkpoints_allow(before: dict | None, now: dict, run_dir: Path) -> None:
-    """Refuse to prepare the data again with options ``now`` instead of ``before`` under a
-    run that has checkpoints: the trainer would refuse the new data
-    (``check_same_vocabularies``) only after the preparation, and the data those
+def _check_checkpoints_allow(
+    before: dict | None, now: dict, changed_text: str | None, run_dir: Path
+) -> None:
+    """Refuse to prepare the data again with options ``now`` instead of ``before``, or from
+    ``changed_text`` (a file whose text changed), under a run that has checkpoints: the
+    trainer would refuse the new data (``check_same_vocabularies``) only after the
+    preparation, or resume on text its checkpoints never saw, and the data those
     checkpoints were trained on would be gone. A change of paths alone passes: the same
     text prepared again resumes.
 
     Raises:
-        RunDirectoryError: naming the first option that changed, before and now.
+        RunDirectoryError: naming the changed file, or the first option that changed,
+            before and now.
     """
     if before is None or not list_checkpoints(run_dir):
         return
+    if changed_text is not None:
+        raise RunDirectoryError(
+            f"{run_dir} has checkpoints trained on {changed_text} as it was, and its text "
+            f"has changed since: choose another work directory (--work), or remove "
+            f"{run_dir.parent} to start again"
+        )
     changed = [k for k in now if k not in PATH_OPTIONS and before.get(k) != now[k]]
     if changed:
         key = changed[0]

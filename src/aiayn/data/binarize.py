@@ -27,7 +27,7 @@ from aiayn.data.corpus import (
 from aiayn.data.encode import ChunkEncoder, Filter, ShardWriter, SplitStats
 from aiayn.data.indexed import token_dtype
 from aiayn.data.tokenizer import train_sentencepiece
-from aiayn.files import atomic_directory
+from aiayn.files import atomic_directory, sha256_file
 
 FORMAT = "aiayn-parallel-dataset"
 
@@ -149,7 +149,10 @@ def _nonempty(lines: Iterable[str]) -> Iterator[str]:
 
 def _encode_split(cfg, name, src_file, tgt_file, encoder, tmp, dtype) -> SplitStats:
     train = name == "train"
-    stats = SplitStats(files={"src": str(src_file), "tgt": str(tgt_file)})
+    stats = SplitStats(
+        files={"src": str(src_file), "tgt": str(tgt_file)},
+        text_sha256={"src": sha256_file(src_file), "tgt": sha256_file(tgt_file)},
+    )
     pair_stats = PairStats()
     pairs = read_parallel(
         src_file, tgt_file, stats=pair_stats, empty=cfg.empty_lines if train else "keep"

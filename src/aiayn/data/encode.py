@@ -60,6 +60,7 @@ class SplitStats:
     dropped_too_long: int = 0
     dropped_ratio: int = 0
     files: dict[str, str] = field(default_factory=dict)  # role -> source path
+    text_sha256: dict[str, str] = field(default_factory=dict)  # role -> its digest
     shards: list[str] = field(default_factory=list)  # file prefixes, in order
 
     def add(self, chunk: Encoded) -> None:
