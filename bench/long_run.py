@@ -4,6 +4,8 @@ training speed stays.
     python bench/long_run.py measure --out DIR -- aiayn pipeline configs/multi30k_en_de_tiny.toml
     python bench/long_run.py report RUN_DIR[:RSS_FILE] ... [--labels before after] [-o PNG]
 
+    python bench/long_run.py steady --out DIR [--minutes 30] [--window 100]
+
 ``measure`` runs the command, samples the resident memory of its whole process tree every
 second into ``DIR/rss.tsv`` (seconds since the epoch, MiB) and writes its wall time, exit
 status and peak into ``DIR/command.json``. ``report`` reads a run directory's
@@ -11,19 +13,26 @@ status and peak into ``DIR/command.json``. ``report`` reads a run directory's
 a colon, else the run's own ``rss_mb`` column), prints for each run the median speed, the
 spread of its windows around the median, the last 10% of windows against the first 10%, and
 the peak memory, and draws speed and memory against updates.
+
+``steady`` trains the tiny model, as the recipe does (bfloat16 autocast where the CPU has it,
+aiayn's allocator set-up, 2 threads), on one fixed batch of the recipe's size for
+``--minutes``, and writes the same windows into ``DIR/metrics.jsonl``: identical work in
+every window, so whatever spread ``report`` then shows is the machine's, not the trainer's
+(no new shapes, no data, no validation, no checkpoints).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import tree_rss
+from common import set_up_allocator, tree_rss
 
 
 def measure(out: Path, command: list[str]) -> int:
@@ -45,6 +54,50 @@ def measure(out: Path, command: list[str]) -> int:
         f"{' '.join(command)}: exit {proc.returncode}, {seconds / 60:.1f} min, peak {peak:,.0f} MiB"
     )
     return proc.returncode
+
+
+def steady(out: Path, minutes: float, window: int, pairs: int) -> None:
+    import torch
+    from train import aiayn_step, batch
+
+    from aiayn.runtime import resolve_precision
+
+    set_up_allocator("tuned")
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    bf16 = resolve_precision("auto", torch.device("cpu")) == "bf16"
+    model, loss_fn = aiayn_step("tiny")
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    src, tgt_in, tgt_out = batch(pairs)
+    tokens = int((tgt_out != 0).sum())
+    out.mkdir(parents=True, exist_ok=True)
+
+    def step() -> None:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = loss_fn(src, tgt_in, tgt_out)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for _ in range(3):  # warm-up: kernels compiled, memory allocated
+        step()
+    end, update = time.time() + 60 * minutes, 0
+    with (out / "metrics.jsonl").open("w") as metrics:
+        while time.time() < end:
+            begin = time.perf_counter()
+            for _ in range(window):
+                step()
+            update += window
+            row = {
+                "kind": "train",
+                "update": update,
+                "time": time.time(),
+                "tokens_per_s": window * tokens / (time.perf_counter() - begin),
+                "rss_mb": tree_rss(os.getpid()) / (1 << 20),
+            }
+            metrics.write(json.dumps(row) + "\n")
+            metrics.flush()
+    print(f"{update:,} updates of {tokens:,} target tokens ({'bf16' if bf16 else 'fp32'}) in {out}")
 
 
 def load_run(spec: str) -> dict:
@@ -105,6 +158,11 @@ def main() -> None:
     m = sub.add_parser("measure")
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("command", nargs=argparse.REMAINDER)
+    st = sub.add_parser("steady")
+    st.add_argument("--out", type=Path, required=True)
+    st.add_argument("--minutes", type=float, default=30.0)
+    st.add_argument("--window", type=int, default=100, help="updates per window")
+    st.add_argument("--pairs", type=int, default=270, help="~3.8k target tokens: the recipe's")
     r = sub.add_parser("report")
     r.add_argument("runs", nargs="+", help="RUN_DIR or RUN_DIR:RSS_FILE")
     r.add_argument("--labels", nargs="+")
@@ -113,6 +171,11 @@ def main() -> None:
     if args.action == "measure":
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         sys.exit(measure(args.out, command))
+    if args.action == "steady":
+        if args.minutes <= 0 or args.window < 1 or args.pairs < 1:
+            parser.error("--minutes must be above 0, --window and --pairs at least 1")
+        steady(args.out, args.minutes, args.window, args.pairs)
+        return
     labels = args.labels or args.runs
     runs = {label: load_run(spec) for label, spec in zip(labels, args.runs, strict=True)}
     for label, run in runs.items():
