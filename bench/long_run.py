@@ -162,7 +162,7 @@ def main() -> None:
     st.add_argument("--out", type=Path, required=True)
     st.add_argument("--minutes", type=float, default=30.0)
     st.add_argument("--window", type=int, default=100, help="updates per window")
-    st.add_argument("--pairs", type=int, default=270, help="~3.8k target tokens: the recipe's")
+    st.add_argument("--pairs", type=int, default=270, help="~4,000 target tokens, as the recipe")
     r = sub.add_parser("report")
     r.add_argument("runs", nargs="+", help="RUN_DIR or RUN_DIR:RSS_FILE")
     r.add_argument("--labels", nargs="+")
