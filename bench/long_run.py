@@ -58,27 +58,15 @@ def measure(out: Path, command: list[str]) -> int:
 
 def steady(out: Path, minutes: float, window: int, pairs: int) -> None:
     import torch
-    from train import aiayn_step, batch
+    from train import training_step
 
     from aiayn.runtime import resolve_precision
 
     set_up_allocator("tuned")
-    torch.set_num_threads(2)
-    torch.manual_seed(0)
-    bf16 = resolve_precision("auto", torch.device("cpu")) == "bf16"
-    model, loss_fn = aiayn_step("tiny")
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    src, tgt_in, tgt_out = batch(pairs)
+    precision = resolve_precision("auto", torch.device("cpu"))
+    step, (_, _, tgt_out) = training_step("aiayn", "tiny", precision, "cpu", pairs)
     tokens = int((tgt_out != 0).sum())
     out.mkdir(parents=True, exist_ok=True)
-
-    def step() -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = loss_fn(src, tgt_in, tgt_out)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
     for _ in range(3):  # warm-up: kernels compiled, memory allocated
         step()
     end, update = time.time() + 60 * minutes, 0
@@ -97,7 +85,7 @@ def steady(out: Path, minutes: float, window: int, pairs: int) -> None:
             }
             metrics.write(json.dumps(row) + "\n")
             metrics.flush()
-    print(f"{update:,} updates of {tokens:,} target tokens ({'bf16' if bf16 else 'fp32'}) in {out}")
+    print(f"{update:,} updates of {tokens:,} target tokens ({precision}) in {out}")
 
 
 def load_run(spec: str) -> dict:

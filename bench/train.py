@@ -145,9 +145,9 @@ def marian_step(size):
 BUILDERS = {"aiayn": aiayn_step, "nn.Transformer": torch_step, "HF Marian": marian_step}
 
 
-def worker(system: str, size: str, precision: str, steps: int, device: str, pairs: int) -> dict:
-    import contextlib
-
+def training_step(system: str, size: str, precision: str, device: str, pairs: int):
+    """A function that makes one full training step (forward, under bfloat16 autocast for
+    ``bf16``; backward; Adam) of ``system`` on a fixed batch, and that batch."""
     import torch
 
     if device == "cpu":
@@ -157,21 +157,26 @@ def worker(system: str, size: str, precision: str, steps: int, device: str, pair
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     src, tgt_in, tgt_out = (t.to(device) for t in batch(pairs))
-    tokens = int((tgt_out != 0).sum())
-    times = []
-    for step in range(steps + 2):  # two warm-up steps
-        autocast = (
-            torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
-            if precision == "bf16"
-            else contextlib.nullcontext()
-        )
-        _synchronize(device)
-        begin = time.perf_counter()
-        with autocast:
+    device_type = torch.device(device).type
+
+    def step() -> None:
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=precision == "bf16"):
             loss = loss_fn(src, tgt_in, tgt_out)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
+    return step, (src, tgt_in, tgt_out)
+
+
+def worker(system: str, size: str, precision: str, steps: int, device: str, pairs: int) -> dict:
+    step_once, (src, _, tgt_out) = training_step(system, size, precision, device, pairs)
+    tokens = int((tgt_out != 0).sum())
+    times = []
+    for step in range(steps + 2):  # two warm-up steps
+        _synchronize(device)
+        begin = time.perf_counter()
+        step_once()
         _synchronize(device)
         if step >= 2:
             times.append(time.perf_counter() - begin)
