@@ -19,6 +19,7 @@ from torch import Tensor
 from aiayn.accel.output import log_probs_in_place
 from aiayn.accel.packed import can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
+from aiayn.accel.token_step import TokenStep, TokenStepState
 from aiayn.models.transformer import Transformer
 from aiayn.modules import KVCache
 
@@ -113,8 +114,8 @@ class FastTransformerStepper(TransformerStepper):
     through a copy with its large weights packed once in the precision's dtype
     (``packed_for_decoding``: build a new stepper after changing the weights), which needs
     no autocast (in bf16, the rest of a step stays in float32; a CPU on which oneDNN cannot
-    pack bfloat16 decodes under autocast instead); and the log-softmax
-    overwrites the logits.
+    pack bfloat16 decodes under autocast instead), one token per row in few calls
+    (``TokenStep``, with a cache of its own); and the log-softmax overwrites the logits.
 
     ``packed=False`` decodes through the model's own weights: for a model whose weights
     change between decodings (a trainer's validation), where each packed copy would only add
@@ -124,20 +125,47 @@ class FastTransformerStepper(TransformerStepper):
         dtype = torch.bfloat16 if precision == "bf16" else torch.float32
         if not (packed and can_pack(model, dtype)):
             super().__init__(model, precision=precision)
-            return
-        super().__init__(packed_for_decoding(model, dtype))
+        else:
+            super().__init__(packed_for_decoding(model, dtype))
+        self.token_step = self._token_step()
 
-    def start(self, src: Tensor) -> TransformerState:
+    def _token_step(self) -> TokenStep | None:
+        """``TokenStep`` over the model's decoder on CPU without autocast, else None."""
+        weight = next(self.model.parameters())
+        if self.autocast or weight.device.type != "cpu":
+            return None
+        decoder = self.model.decoder
+        return TokenStep(decoder.layers, self.model.tgt_embed, decoder.final_norm)
+
+    def start(self, src: Tensor) -> TransformerState | TokenStepState:
         state = super().start(src)
+        if self.token_step is not None and not self.model.training:
+            return self.token_step.start(state.cache.memory, state.src_mask)
         memory = tuple(SharedMemory.of(kv) for kv in state.cache.memory)
         return TransformerState(state.src_mask, replace(state.cache, memory=memory))
+
+    def step(
+        self, tokens: Tensor, state: TransformerState | TokenStepState, *, normalize: bool = True
+    ) -> tuple[Tensor, TransformerState | TokenStepState]:
+        if isinstance(state, TransformerState):
+            return super().step(tokens, state, normalize=normalize)
+        assert self.token_step is not None
+        hidden, state = self.token_step.step(tokens, state)  # (N, D)
+        return self.scores(hidden, normalize), state
 
     def log_probs(self, hidden: Tensor) -> Tensor:
         return log_probs_in_place(self.model.logits(hidden))
 
     def reorder(
-        self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
-    ) -> TransformerState:
+        self,
+        state: TransformerState | TokenStepState,
+        index: Tensor,
+        *,
+        sentences: Tensor | None = None,
+    ) -> TransformerState | TokenStepState:
+        if isinstance(state, TokenStepState):
+            assert self.token_step is not None
+            return self.token_step.reorder(state, index, sentences=sentences)
         src_mask = (
             state.src_mask if sentences is None else state.src_mask.index_select(0, sentences)
         )

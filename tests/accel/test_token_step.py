@@ -1,0 +1,82 @@
+"""``aiayn.accel.token_step.TokenStep`` (through ``FastTransformerStepper``) against the
+reference stepper: the plain decoder pass over a ``torch.cat`` cache, every row holding its
+own copy of the memory."""
+
+import pytest
+import torch
+
+from aiayn.accel.token_step import MIN_SPAN, TokenStepState
+from aiayn.decode import FastTransformerStepper, TransformerStepper
+
+from ..conftest import tiny_model
+
+SENTENCES, WIDTH = 3, 3
+
+
+def _steppers(**overrides):
+    ref = TransformerStepper(tiny_model(profile="reference", **overrides))
+    fast = FastTransformerStepper(tiny_model(profile="fast", **overrides), packed=False)
+    return ref, fast
+
+
+def _source(length: int) -> torch.Tensor:
+    src = torch.randint(4, 37, (SENTENCES, length), generator=torch.Generator().manual_seed(1))
+    src[1, length // 2 :] = 0  # padding
+    return src
+
+
+def _beam_like_rows(step: int, n: int, g: torch.Generator) -> torch.Tensor:
+    """Rows a beam search might keep: W per sentence, each from a beam of its sentence."""
+    if step == 0:
+        return torch.arange(n).repeat_interleave(WIDTH)  # one row per sentence -> W
+    sentences = n // WIDTH
+    picks = torch.randint(0, WIDTH, (sentences, WIDTH), generator=g)  # (B, W)
+    return (picks + WIDTH * torch.arange(sentences)[:, None]).view(-1)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"norm_first": True}, {"activation": "swish", "positional": "learned"}],
+    ids=["post-norm", "pre-norm", "swish-learned"],
+)
+@pytest.mark.parametrize("src_len", [5, MIN_SPAN + 4])
+def test_steps_equal_the_reference_through_reselections_and_ended_sentences(overrides, src_len):
+    ref, fast = _steppers(**overrides)
+    src = _source(src_len)
+    g = torch.Generator().manual_seed(2)
+    ref_state, fast_state = ref.start(src), fast.start(src)
+    assert isinstance(fast_state, TokenStepState)  # the path under test
+    tokens = torch.full((SENTENCES, 1), 2)
+    for step in range(2 * MIN_SPAN + 8):  # past MIN_SPAN and two doublings of the buffers
+        expected, ref_state = ref.step(tokens, ref_state)
+        got, fast_state = fast.step(tokens, fast_state)
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+        rows = _beam_like_rows(step, len(tokens), g)  # (N',)
+        sentences = None
+        if step == 20:  # sentence 1 ends: its rows leave the batch
+            sentences = torch.tensor([0, 2])
+            rows = rows.view(SENTENCES, WIDTH)[sentences].view(-1)
+        ref_state = ref.reorder(ref_state, rows)
+        fast_state = fast.reorder(fast_state, rows, sentences=sentences)
+        tokens = torch.randint(4, 37, (len(rows), 1), generator=g)
+
+
+def test_stepping_one_state_twice_leaves_the_first_result_intact():
+    _, fast = _steppers()
+    src = _source(6)
+    state = fast.start(src)
+    for t in range(MIN_SPAN + 2):
+        _, state = fast.step(torch.full((SENTENCES, 1), 4 + t), state)
+    first_scores, first = fast.step(torch.full((SENTENCES, 1), 5), state)
+    fast.step(torch.full((SENTENCES, 1), 9), state)  # a branch from the same state
+    after_branch, _ = fast.step(torch.full((SENTENCES, 1), 6), first)
+    again_scores, again = fast.step(torch.full((SENTENCES, 1), 5), state)
+    unbranched, _ = fast.step(torch.full((SENTENCES, 1), 6), again)
+    torch.testing.assert_close(again_scores, first_scores)
+    torch.testing.assert_close(after_branch, unbranched)
+
+
+def test_a_training_model_decodes_through_the_plain_pass():
+    _, fast = _steppers()
+    fast.model.train()
+    assert not isinstance(fast.start(_source(6)), TokenStepState)
