@@ -15,7 +15,7 @@ from aiayn.accel.packed import (
 )
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
-from aiayn.decode.stepper import TransformerStepper, stepper_for
+from aiayn.decode.stepper import FastTransformerStepper, TransformerStepper, stepper_for
 from aiayn.models import build_model
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
@@ -101,6 +101,32 @@ def test_only_weights_of_min_weight_elements_are_packed():
     packed = [m for m in twin.modules() if isinstance(m, PackedLinear)]
     assert [p.weight.shape for p in packed] == [(10_000, 128)]
     assert all(m.weight.numel() < MIN_PACKED_WEIGHT for m in twin.modules() if type(m) is nn.Linear)
+
+
+def test_every_map_within_many_rows_is_packed_whatever_its_size():
+    """The encoder and the memory projections multiply whole sentences: packed at any size;
+    the decoder's other small maps stay ``nn.Linear``."""
+    model = _model(vocab=10_000)
+    twin = packed_for_decoding(model, many_rows=("encoder", "decoder.layers.1.cross_attn.kv_proj"))
+    packed = {name for name, m in twin.named_modules() if isinstance(m, PackedLinear)}
+    encoder = {name for name, m in model.encoder.named_modules() if isinstance(m, nn.Linear)}
+    assert packed == {
+        *(f"encoder.{name}" for name in encoder),
+        "decoder.layers.1.cross_attn.kv_proj",
+        "output.proj",
+    }
+    src, tgt = torch.randint(4, 10_000, (2, 6)), torch.randint(4, 10_000, (2, 5))
+    with torch.inference_mode():
+        torch.testing.assert_close(twin(src, tgt), model(src, tgt), atol=1e-4, rtol=1e-4)
+
+
+def test_the_fast_stepper_packs_the_encoder_and_the_memory_projections():
+    stepper = FastTransformerStepper(_model(vocab=10_000))
+    model = stepper.model
+    assert all(not isinstance(m, nn.Linear) for m in [*model.encoder.modules(), model.output.proj])
+    for layer in model.decoder.layers:
+        assert isinstance(layer.cross_attn.kv_proj, PackedLinear)
+        assert type(layer.self_attn.qkv_proj) is nn.Linear  # one position per row
 
 
 @needs_bfloat16_packing

@@ -126,7 +126,7 @@ class FastTransformerStepper(TransformerStepper):
         if not (packed and can_pack(model, dtype)):
             super().__init__(model, precision=precision)
         else:
-            super().__init__(packed_for_decoding(model, dtype))
+            super().__init__(packed_for_decoding(model, dtype, many_rows=_many_rows(model)))
         self.token_step = self._token_step()
 
     def _token_step(self) -> TokenStep | None:
@@ -177,6 +177,13 @@ class FastTransformerStepper(TransformerStepper):
             memory=tuple(kv.regrouped(rows_per_sentence, sentences) for kv in cache.memory),
         )
         return TransformerState(src_mask, cache)
+
+
+def _many_rows(model: Transformer) -> tuple[str, ...]:
+    """The maps that multiply whole source sentences at once: the encoder's, and each
+    decoder layer's memory projection."""
+    layers = range(len(model.decoder.layers))
+    return ("encoder", *(f"decoder.layers.{i}.cross_attn.kv_proj" for i in layers))
 
 
 class UncachedTransformerStepper(TransformerStepper):
