@@ -10,7 +10,7 @@ from aiayn.decode import FastTransformerStepper, TransformerStepper
 
 from ..conftest import tiny_model
 
-SENTENCES, WIDTH = 3, 3
+SENTENCES, WIDTH = 3, 3  # WIDTH: beams per sentence
 
 
 def _steppers(**overrides):
@@ -25,13 +25,14 @@ def _source(length: int) -> torch.Tensor:
     return src
 
 
-def _beam_like_rows(step: int, n: int, g: torch.Generator) -> torch.Tensor:
-    """Rows a beam search might keep: W per sentence, each from a beam of its sentence."""
+def _beam_like_rows(step: int, n: int, width: int, g: torch.Generator) -> torch.Tensor:
+    """Rows a beam search might keep: W per sentence, each from a beam of its sentence
+    (with W = 1, greedy search's: each row stays)."""
     if step == 0:
-        return torch.arange(n).repeat_interleave(WIDTH)  # one row per sentence -> W
-    sentences = n // WIDTH
-    picks = torch.randint(0, WIDTH, (sentences, WIDTH), generator=g)  # (B, W)
-    return (picks + WIDTH * torch.arange(sentences)[:, None]).view(-1)
+        return torch.arange(n).repeat_interleave(width)  # one row per sentence -> W
+    sentences = n // width
+    picks = torch.randint(0, width, (sentences, width), generator=g)  # (B, W)
+    return (picks + width * torch.arange(sentences)[:, None]).view(-1)
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,10 @@ def _beam_like_rows(step: int, n: int, g: torch.Generator) -> torch.Tensor:
     ids=["post-norm", "pre-norm", "swish-learned"],
 )
 @pytest.mark.parametrize("src_len", [5, MIN_SPAN + 4])
-def test_steps_equal_the_reference_through_reselections_and_ended_sentences(overrides, src_len):
+@pytest.mark.parametrize("width", [1, WIDTH], ids=["greedy", "beams"])
+def test_steps_equal_the_reference_through_reselections_and_ended_sentences(
+    overrides, src_len, width
+):
     ref, fast = _steppers(**overrides)
     src = _source(src_len)
     g = torch.Generator().manual_seed(2)
@@ -51,11 +55,11 @@ def test_steps_equal_the_reference_through_reselections_and_ended_sentences(over
         expected, ref_state = ref.step(tokens, ref_state)
         got, fast_state = fast.step(tokens, fast_state)
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
-        rows = _beam_like_rows(step, len(tokens), g)  # (N',)
+        rows = _beam_like_rows(step, len(tokens), width, g)  # (N',)
         sentences = None
         if step == 20:  # sentence 1 ends: its rows leave the batch
             sentences = torch.tensor([0, 2])
-            rows = rows.view(SENTENCES, WIDTH)[sentences].view(-1)
+            rows = rows.view(SENTENCES, width)[sentences].view(-1)
         ref_state = ref.reorder(ref_state, rows)
         fast_state = fast.reorder(fast_state, rows, sentences=sentences)
         tokens = torch.randint(4, 37, (len(rows), 1), generator=g)
