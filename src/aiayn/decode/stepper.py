@@ -111,8 +111,9 @@ class FastTransformerStepper(TransformerStepper):
     """``TransformerStepper`` with the fast profile's decoding tricks (``aiayn.accel``):
     the beams of a sentence share one copy of its memory keys/values and source mask
     (``SharedMemory``, read by ``BeamSharedCrossAttention``); on CPU, the model decodes
-    through a copy with its large weights packed once in the precision's dtype
-    (``packed_for_decoding``: build a new stepper after changing the weights), which needs
+    through a copy with its large weights, and every weight of the encoder and the memory
+    projections, packed once in the precision's dtype (``packed_for_decoding``: build a new
+    stepper after changing the weights), which needs
     no autocast (in bf16, the rest of a step stays in float32; a CPU on which oneDNN cannot
     pack bfloat16 decodes under autocast instead), one token per row in few calls
     (``TokenStep``, with a cache of its own); and the log-softmax overwrites the logits.
