@@ -49,8 +49,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.accel.attention import additive_mask
 from aiayn.modules import MemoryKeyValues
-from aiayn.modules.layers import DecoderLayer, SublayerConnection
+from aiayn.modules.layers import DecoderLayer
 
 MIN_SPAN = 16  # attention rows shorter than this are computed over this many positions
 
@@ -146,8 +147,7 @@ class TokenStep:
         span = max(s, MIN_SPAN)
         dtype, device = memory[0].keys.dtype, memory[0].keys.device
         attend = F.pad(src_mask.reshape(b, 1, 1, s), (0, span - s), value=False)  # (B,1,1,Sp)
-        bias = torch.zeros(b, 1, 1, span, dtype=dtype, device=device)
-        bias = bias.masked_fill_(~attend, float("-inf")).expand(b, h, 1, span)  # (B,H,1,Sp)
+        bias = additive_mask(attend, device).to(dtype).expand(b, h, 1, span)  # (B,H,1,Sp)
         future = torch.full((MIN_SPAN, MIN_SPAN), float("-inf"), dtype=dtype, device=device)
         buffers = [torch.zeros(b, h, MIN_SPAN, dh, dtype=dtype, device=device) for _ in memory]
         return TokenStepState(
@@ -177,12 +177,12 @@ class TokenStep:
             self_bias = state.span_bias.new_zeros(1, 1, 1)
         for i, layer in enumerate(self.layers):
             attn, cross, ffn = layer.connections
-            h = self._self_attention(layer, _input(attn, x), state, i, self_bias)
-            x = _added(attn, x, h)
-            x = _added(cross, x, self._cross_attention(layer, _input(cross, x), state, i))
-            x = _added(ffn, x, layer.w_2(layer.activation(layer.w_1(_input(ffn, x)))))
+            h = self._self_attention(layer, attn.sublayer_input(x), state, i, self_bias)
+            x = attn.add(x, h)
+            x = cross.add(x, self._cross_attention(layer, cross.sublayer_input(x), state, i))
+            x = ffn.add(x, layer.w_2(layer.activation(layer.w_1(ffn.sublayer_input(x)))))
         if self.final_norm is not None:
-            x = _norm(self.final_norm, x)
+            x = self.final_norm(x)
         state.written.length = length + 1
         return x, replace(state, length=length + 1)
 
@@ -259,22 +259,6 @@ def _attend(q: Tensor, keys_t: Tensor, values: Tensor, bias: Tensor) -> Tensor:
     scores = torch.baddbmm(bias, q, keys_t, alpha=1 / math.sqrt(q.size(-1)))  # (R, Q, K)
     weights = scores.float().softmax(dim=-1).to(values.dtype)  # (R, Q, K)
     return torch.bmm(weights, values)
-
-
-def _input(connection: SublayerConnection, x: Tensor) -> Tensor:
-    """What a sub-layer reads: ``SublayerConnection.sublayer_input``."""
-    return _norm(connection.norm, x) if connection.norm_first else x
-
-
-def _added(connection: SublayerConnection, x: Tensor, sublayer_output: Tensor) -> Tensor:
-    """``SublayerConnection.add`` in eval mode: LayerNorm(x + Sublayer(x)), or with
-    pre-norm x + Sublayer(LayerNorm(x)) (§3.1)."""
-    y = x + sublayer_output
-    return y if connection.norm_first else _norm(connection.norm, y)
-
-
-def _norm(norm: nn.LayerNorm, x: Tensor) -> Tensor:
-    return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 def _writable(state: TokenStepState) -> TokenStepState:
