@@ -7,12 +7,14 @@ from torch import nn
 from aiayn.accel import packed as packed_module
 from aiayn.accel.packed import (
     MIN_PACKED_WEIGHT,
+    PackedFromRows,
     PackedLinear,
     onednn_available,
     packed_for_decoding,
     packs_bfloat16,
     padded_rows,
 )
+from aiayn.accel.token_step import affine
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
 from aiayn.decode.stepper import FastTransformerStepper, TransformerStepper, stepper_for
@@ -126,7 +128,41 @@ def test_the_fast_stepper_packs_the_encoder_and_the_memory_projections():
     assert all(not isinstance(m, nn.Linear) for m in [*model.encoder.modules(), model.output.proj])
     for layer in model.decoder.layers:
         assert isinstance(layer.cross_attn.kv_proj, PackedLinear)
-        assert type(layer.self_attn.qkv_proj) is nn.Linear  # one position per row
+        assert isinstance(layer.self_attn.qkv_proj, PackedFromRows)  # one position per row
+
+
+def test_small_maps_are_packed_from_rows_only_with_min_product():
+    model = _model(vocab=10_000)
+    plain = packed_for_decoding(model)
+    assert not any(isinstance(m, PackedFromRows) for m in plain.modules())
+    split = packed_for_decoding(model, min_product=1 << 20)
+    w_1 = split.decoder.layers[0].ffn.w_1  # 256 × 128
+    assert isinstance(w_1, PackedFromRows) and w_1.min_rows == 32
+    assert isinstance(split.output.proj, PackedLinear)
+    wholly = packed_for_decoding(model, min_weight=0, min_product=1 << 20)
+    assert not any(isinstance(m, PackedFromRows) for m in wholly.modules())
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"),
+    [(torch.float32, 1e-5), pytest.param(torch.bfloat16, 2e-2, marks=needs_bfloat16_packing)],
+)
+def test_packed_from_rows_multiplies_few_rows_plainly_and_many_packed(dtype, tolerance):
+    """Below ``min_rows`` the very ``nn.Linear`` result; from there the packed one, in
+    ``dtype`` with a float32 output; the token step's ``affine`` dispatches alike."""
+    linear = _linear(bias=True)
+    split = PackedFromRows(linear, dtype, min_product=40 * 16 * 8)  # from 8 rows
+    assert split.min_rows == 8
+    few, many = torch.randn(7, 16), torch.randn(2, 4, 16)
+    step_map = affine(split)
+    with torch.inference_mode():
+        assert torch.equal(split(few), linear(few))
+        assert torch.equal(step_map(few), split(few))
+        out = split(many)
+        assert out.dtype == torch.float32
+        assert torch.equal(out, split.packed(many))
+        assert torch.equal(step_map(many.view(8, 16)), out.view(8, 40))
+        torch.testing.assert_close(out, linear(many), atol=tolerance, rtol=tolerance)
 
 
 @needs_bfloat16_packing

@@ -27,7 +27,12 @@ at nearly every step (sentences end, beams finish):
   packed (512 × 512 at 64 rows: 201 µs with ``F.linear``, 176 packed, 118 in bfloat16).
   Tiny model, greedy search of Multi30k test2016 in one process each, alternated: 1.34–1.45 s
   with every map packed, 1.08–1.26 s with only the output projection packed and padded, and
-  1.03–1.05 s with it packed in bfloat16 (the same BLEU).
+  1.03–1.05 s with it packed in bfloat16 (the same BLEU). A small map still pays packed
+  once its product is large (``PackedFromRows``: rows × weight elements of at least
+  ``MIN_PACKED_PRODUCT``, e.g. a beam search's 320 rows): Transformer-Tiny, beam 5 of 64
+  sentences, old/new alternated in their own processes: bf16 157-160 → 172-182
+  sentences/s, fp32 156-158 → 166-170 (with the token step's 2-D cache selection);
+  test2016 beam 5 heuristic bf16 533 → 634, greedy (at most 290 rows) not slower.
 - Except where a map multiplies whole sentences at once (``many_rows``: the encoder, the
   decoder's memory projections): there every map is packed. Encoding 290 sentences of 14
   tokens with the trained tiny model and projecting its memory (2-core AMD Zen 5): 36.1 ms
@@ -95,6 +100,7 @@ def can_pack(model: nn.Module, dtype: torch.dtype = torch.float32) -> bool:
 EXACT_ROWS = 8  # up to this many rows (a sentence, its beams), packed maps compute them as they are
 ROWS_MULTIPLE = 8  # above, a multiple of this many rows (of more past 128: ``padded_rows``)
 MIN_PACKED_WEIGHT = 1 << 17  # weights of fewer elements stay ``nn.Linear`` (MKL's sgemm)
+MIN_PACKED_PRODUCT = 1 << 22  # ... until rows × weight elements reach this (``PackedFromRows``)
 
 
 def padded_rows(n: int) -> int:
@@ -152,18 +158,42 @@ class PackedLinear(nn.Module):
         return out.view(*x.shape[:-1], out.size(-1))  # (..., O)
 
 
+class PackedFromRows(nn.Module):
+    """A small map that multiplies as ``nn.Linear`` (MKL's sgemm) below ``min_rows`` rows
+    and through its weight packed in ``dtype`` (``PackedLinear``, float32 out) from there:
+    oneDNN's fixed cost per call (~20 µs here) pays once a product is large enough. The
+    crossover, measured here (2-core AMD Zen 5, bfloat16): 384 × 128 at ~64 rows, 256 × 128
+    at ~160, 128 × 128 at ~300, i.e. about ``MIN_PACKED_PRODUCT`` rows × weight elements.
+    """
+
+    def __init__(self, linear: nn.Linear, dtype: torch.dtype, min_product: int):
+        super().__init__()
+        self.linear = linear
+        self.packed = PackedLinear(linear, dtype, out_dtype=torch.float32)
+        self.min_rows = -(-min_product // linear.weight.numel())
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(..., I) -> (..., O)."""
+        if x.numel() // x.size(-1) < self.min_rows:
+            return self.linear(x)
+        return self.packed(x)
+
+
 def packed_for_decoding(
     model: nn.Module,
     dtype: torch.dtype = torch.float32,
     *,
     min_weight: int = MIN_PACKED_WEIGHT,
     many_rows: tuple[str, ...] = (),
+    min_product: int | None = None,
 ) -> nn.Module:
     """A copy of ``model`` whose ``nn.Linear`` layers of at least ``min_weight`` weight
     elements are ``PackedLinear`` in ``dtype``, and every one within the submodules named in
     ``many_rows`` (qualified names, e.g. ``"encoder"``): maps that multiply many rows at
     once, whole sentences rather than one position per row, where packing pays at any
-    weight size (measured: this module's docstring). Other maps stay as they are (float32).
+    weight size (measured: this module's docstring). Other maps stay as they are (float32),
+    or with ``min_product`` become ``PackedFromRows``: packed once rows × weight elements
+    reach it.
 
     Every parameter and buffer is shared with ``model``, not copied; only the packed
     weights are new. The copy is a snapshot: make a new one after the weights change.
@@ -187,6 +217,10 @@ def packed_for_decoding(
     out_dtype = dtype if len(packed) == len(linears) else None
     for module, name, child in packed:
         setattr(module, name, PackedLinear(child, dtype, out_dtype=out_dtype))
+    if min_product is not None and out_dtype is None:
+        for module, name, child, _ in linears:
+            if type(getattr(module, name)) is nn.Linear:
+                setattr(module, name, PackedFromRows(child, dtype, min_product))
     return twin.eval()
 
 

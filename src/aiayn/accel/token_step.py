@@ -50,6 +50,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.accel.attention import additive_mask
+from aiayn.accel.packed import PackedFromRows
 from aiayn.modules import MemoryKeyValues
 from aiayn.modules.layers import DecoderLayer
 
@@ -85,7 +86,11 @@ Affine = Callable[[Tensor], Tensor]
 
 def affine(linear: nn.Module) -> Affine:
     """(N, I) -> (N, O): an ``nn.Linear`` as one ``addmm`` (``mm`` without a bias) on its
-    weight; any other map (``aiayn.accel.packed.PackedLinear``) called as it is."""
+    weight; a ``PackedFromRows`` as that below its ``min_rows``; any other map
+    (``aiayn.accel.packed.PackedLinear``) called as it is."""
+    if isinstance(linear, PackedFromRows):
+        few, many, min_rows = affine(linear.linear), linear.packed.forward, linear.min_rows
+        return lambda x: many(x) if x.size(0) >= min_rows else few(x)
     if type(linear) is not nn.Linear:
         return linear
     weight_t, bias = linear.weight.t(), linear.bias  # (I, O) view, (O,)
@@ -193,8 +198,9 @@ class TokenStep:
         """Rows ``index`` (N',); with ``sentences`` (B',), only those sentences remain, in
         that order (``aiayn.decode.StepDecoder.reorder``)."""
         length = state.length
-        keys = tuple(_selected(k, index, length) for k in state.keys)
-        values = tuple(_selected(v, index, length) for v in state.values)
+        head_rows = _head_rows(index, state.keys[0].size(1))  # (N'·H,)
+        keys = tuple(_selected(k, head_rows, length) for k in state.keys)
+        values = tuple(_selected(v, head_rows, length) for v in state.values)
         memory_keys, memory_values, memory_bias = (
             state.memory_keys,
             state.memory_values,
@@ -283,13 +289,22 @@ def _writable(state: TokenStepState) -> TokenStepState:
     )
 
 
-def _selected(buffer: Tensor, index: Tensor, length: int) -> Tensor:
-    """Rows ``index`` of a (N, H, C, Dh) buffer's first L positions, in a new buffer with
-    room for exactly one more position (so the next step reads it whole: contiguous), at
-    least MIN_SPAN, whose positions L .. MIN_SPAN-1 are zero (read, masked, by short rows)."""
-    _, h, _, dh = buffer.shape
-    out = buffer.new_empty(len(index), h, max(length + 1, MIN_SPAN), dh)  # (N', H, C', Dh)
-    torch.index_select(buffer[:, :, :length], 0, index, out=out[:, :, :length])
+def _head_rows(index: Tensor, heads: int) -> Tensor:
+    """(N',) rows -> (N'·H,) the rows of a buffer seen as (N·H, C·Dh): one per row and head."""
+    return (index[:, None] * heads + torch.arange(heads, device=index.device)).view(-1)
+
+
+def _selected(buffer: Tensor, head_rows: Tensor, length: int) -> Tensor:
+    """Rows ``head_rows`` (``_head_rows``) of a (N, H, C, Dh) buffer's first L positions,
+    in a new buffer with room for exactly one more position (so the next step reads it
+    whole: contiguous), at least MIN_SPAN, whose positions L .. MIN_SPAN-1 are zero (read,
+    masked, by short rows). Selected as rows of 2-D views: PyTorch's fast path, 39 vs 68 µs
+    through the 4-D views (320 rows of 20 positions, 4 × 32)."""
+    n, h, capacity, dh = buffer.shape
+    room = max(length + 1, MIN_SPAN)
+    out = buffer.new_empty(len(head_rows) // h, h, room, dh)  # (N', H, C', Dh)
+    written = buffer.view(n * h, capacity * dh)[:, : length * dh]  # (N·H, L·Dh)
+    torch.index_select(written, 0, head_rows, out=out.view(-1, room * dh)[:, : length * dh])
     if length < MIN_SPAN:
         out[:, :, length:MIN_SPAN].zero_()
     return out

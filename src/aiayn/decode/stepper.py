@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from aiayn.accel.output import log_probs_in_place
-from aiayn.accel.packed import can_pack, packed_for_decoding
+from aiayn.accel.packed import MIN_PACKED_PRODUCT, can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
 from aiayn.accel.token_step import TokenStep, TokenStepState
 from aiayn.models.transformer import Transformer
@@ -113,7 +113,8 @@ class FastTransformerStepper(TransformerStepper):
     (``SharedMemory``, read by ``BeamSharedCrossAttention``); on CPU, the model decodes
     through a copy with its large weights, and every weight of the encoder and the memory
     projections, packed once in the precision's dtype (``packed_for_decoding``: build a new
-    stepper after changing the weights), which needs
+    stepper after changing the weights; the decoder's small maps multiply packed only many
+    rows at once, ``PackedFromRows``), which needs
     no autocast (in bf16, the rest of a step stays in float32; a CPU on which oneDNN cannot
     pack bfloat16 decodes under autocast instead), one token per row in few calls
     (``TokenStep``, with a cache of its own); and the log-softmax overwrites the logits.
@@ -127,7 +128,10 @@ class FastTransformerStepper(TransformerStepper):
         if not (packed and can_pack(model, dtype)):
             super().__init__(model, precision=precision)
         else:
-            super().__init__(packed_for_decoding(model, dtype, many_rows=_many_rows(model)))
+            twin = packed_for_decoding(
+                model, dtype, many_rows=_many_rows(model), min_product=MIN_PACKED_PRODUCT
+            )
+            super().__init__(twin)
         self.token_step = self._token_step()
 
     def _token_step(self) -> TokenStep | None:
