@@ -19,22 +19,15 @@ import torch
 from torch import Tensor
 
 from aiayn.accel import DEFAULT_PROFILE
-from aiayn.accel.topk import row_topk
+from aiayn.accel.topk import best_extensions, plain_extensions
 from aiayn.config import SpecialIds
 from aiayn.decode.specials import forbid_specials
 from aiayn.decode.stepper import StepDecoder
 
 NEG_INF = float("-inf")
 DEFAULT_SPECIALS = SpecialIds()
-TopK = Callable[[Tensor, int], tuple[Tensor, Tensor]]
-
-
-def plain_topk(x: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """The ``n`` largest values of each row of ``x`` (N, V) and their columns, (N, n) each."""
-    return x.topk(n, dim=1)
-
-
-TOPK: dict[str, TopK] = {"reference": plain_topk, "fast": row_topk}
+Extensions = Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor]]
+EXTENSIONS: dict[str, Extensions] = {"reference": plain_extensions, "fast": best_extensions}
 
 STOPPING = {  # when a sentence's search ends, besides its maximum length
     "exact": "no live beam can still beat the n-th best finished hypothesis, at any length "
@@ -83,8 +76,8 @@ def beam_search(
         alpha: length-penalty exponent; None or 0 ranks by raw log-probability.
         max_len_b: outputs are at most (source length + ``max_len_b``) tokens, EOS included.
         nbest: how many finished hypotheses to return per sentence (at most ``beam``).
-        profile: ``reference`` picks each row's candidates with ``torch.topk``; ``fast``
-            with ``aiayn.accel.topk.row_topk`` (the same values).
+        profile: ``reference`` ranks the candidates with ``torch.topk``; ``fast`` with
+            ``aiayn.accel.topk.best_extensions`` (the same values).
         specials: the ids of PAD, BOS (the first input) and EOS.
         stopping: when a sentence ends before its maximum length (``STOPPING``): "exact"
             returns the best hypotheses the beam can reach; "beams" and "heuristic" stop
@@ -100,7 +93,7 @@ def beam_search(
         raise ValueError(f"alpha must be >= 0, got {alpha}")
     if stopping not in STOPPING:
         raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
-    topk = TOPK[profile]
+    extensions = EXTENSIONS[profile]
     device = src.device
     b, k = src.size(0), beam
     max_len = (src != specials.pad).sum(dim=1) + max_len_b  # (B,)
@@ -116,7 +109,7 @@ def beam_search(
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
         at_max = (step + 1 >= max_len[active]).repeat_interleave(width)
         _restrict(log_probs, at_max=at_max, specials=specials)
-        top_logp, top_beam, top_token = _best_extensions(log_probs, alive, 2 * k, topk)  # (A,2K)
+        top_logp, top_beam, top_token = extensions(log_probs, alive, 2 * k)  # (A, 2K) each
         is_eos = top_token == specials.eos
         finished = is_eos & torch.isfinite(top_logp)
         finished[:, k:] = False  # as fairseq and HF: only EOS among the K best ends a beam
@@ -165,25 +158,6 @@ def _done(
         return ~torch.isfinite(best_alive) | torch.isfinite(finished[:, -1])
     bound = best_alive / bound_lp  # (A,)
     return ~torch.isfinite(bound) | (finished[:, nbest - 1] >= bound)
-
-
-def _best_extensions(
-    log_probs: Tensor, alive: Tensor, n: int, topk: TopK
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The ``n`` best one-token extensions of each sentence's beams: their scores, beams and
-    tokens, (B, n) each. A sentence's n best are among each beam's own n best tokens, so the
-    full (B, K·V) table of candidates is never built.
-
-    Args:
-        log_probs: (N, V) next-token log-probabilities of the N = B·K beams.
-        alive: (B, K) log-probabilities of the beams so far (-inf for dead ones).
-    """
-    b, k = alive.shape
-    row_logp, row_token = topk(log_probs, n)  # (N, n) each
-    candidates = (alive.view(-1, 1) + row_logp).view(b, k * n)  # (B, K·n)
-    top_logp, top_index = candidates.topk(n, dim=1)  # (B, n)
-    top_token = row_token.view(b, k * n).gather(1, top_index)  # (B, n)
-    return top_logp, top_index // n, top_token
 
 
 def _restrict(log_probs: Tensor, *, at_max: Tensor, specials: SpecialIds) -> None:
