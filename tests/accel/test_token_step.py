@@ -5,8 +5,10 @@ own copy of the memory."""
 import pytest
 import torch
 
+from aiayn.accel.packed import PackedFromRows, onednn_available
 from aiayn.accel.token_step import MIN_SPAN, TokenStepState
 from aiayn.decode import FastTransformerStepper, TransformerStepper
+from aiayn.decode import stepper as stepper_module
 
 from ..conftest import tiny_model
 
@@ -65,6 +67,29 @@ def test_steps_equal_the_reference_through_reselections_and_ended_sentences(
             rows = rows.view(SENTENCES, width)[sentences].view(-1)
         ref_state = ref.reorder(ref_state, rows)
         fast_state = fast.reorder(fast_state, rows, sentences=sentences)
+        tokens = torch.randint(4, 37, (len(rows), 1), generator=g)
+
+
+@pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
+def test_steps_through_packed_small_maps_equal_the_reference(monkeypatch):
+    """The decoder's small maps packed from one row on (``PackedFromRows``): the step calls
+    their packed weights, float32, and still computes the reference's scores."""
+    monkeypatch.setattr(stepper_module, "MIN_PACKED_PRODUCT", 1)
+    ref = TransformerStepper(tiny_model(profile="reference"))
+    fast = FastTransformerStepper(tiny_model(profile="fast"))
+    layer = fast.model.decoder.layers[0]
+    assert isinstance(layer.self_attn.qkv_proj, PackedFromRows)
+    assert layer.self_attn.qkv_proj.min_rows == 1
+    src = _source(7)
+    ref_state, fast_state = ref.start(src), fast.start(src)
+    tokens = torch.full((SENTENCES, 1), 2)
+    g = torch.Generator().manual_seed(3)
+    for step in range(MIN_SPAN + 3):
+        expected, ref_state = ref.step(tokens, ref_state)
+        got, fast_state = fast.step(tokens, fast_state)
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+        rows = _beam_like_rows(step, len(tokens), WIDTH, g)
+        ref_state, fast_state = ref.reorder(ref_state, rows), fast.reorder(fast_state, rows)
         tokens = torch.randint(4, 37, (len(rows), 1), generator=g)
 
 
