@@ -217,7 +217,7 @@ def packed_for_decoding(
     out_dtype = dtype if len(packed) == len(linears) else None
     for module, name, child in packed:
         setattr(module, name, PackedLinear(child, dtype, out_dtype=out_dtype))
-    if min_product is not None and out_dtype is None:
+    if min_product is not None:
         for module, name, child, _ in linears:
             if type(getattr(module, name)) is nn.Linear:
                 setattr(module, name, PackedFromRows(child, dtype, min_product))

@@ -11,7 +11,8 @@ attention weights on demand, keeps the cache as immutable objects and calls a mo
 sub-layer: ~1,070 ATen calls per greedy step of the tiny model; this one makes ~610. With
 one query per row:
 
-- a linear map is one ``addmm`` on the weight as it is (packed maps are called as they are);
+- a linear map is one ``addmm`` on the weight as it is (packed maps are called as they are,
+  a small map packed for many rows, ``PackedFromRows``, by its row count);
 - the heads of one query need no transposes: (N, H, 1, Dh) is (N, D) in memory;
 - self-attention needs no mask: keys and values are written in place into buffers with room
   to grow, and attention reads their first L+1 positions;

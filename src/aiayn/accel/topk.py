@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-TOPK_BLOCK = 64  # columns per block (the fastest here for V of 10k: 0.61 ms at 32, 0.54 at 128)
+TOPK_BLOCK = 64  # columns per block: 0.44 ms for 64 sentences × 5 beams of V = 10,000 (32: 0.61)
 ARGMAX_BLOCK = 128  # the fastest here for V of 10k-58k
 
 
@@ -56,12 +56,14 @@ def best_extensions(
     bounds = (alive.view(-1, 1) + maxima).view(b, w * m)  # (B, W·M)
     blocks = bounds.topk(n, dim=1).indices  # (B, n)
     beam = blocks // m  # (B, n)
-    columns = (blocks % m * block)[:, :, None] + torch.arange(block, device=alive.device)
+    offsets = torch.arange(block, device=alive.device)  # (block,)
+    columns = (blocks % m * block)[:, :, None] + offsets  # (B, n, block)
     rows = beam + w * torch.arange(b, device=alive.device)[:, None]  # (B, n)
-    values = log_probs.take(rows[:, :, None] * width + columns.clamp(max=width - 1))
+    flat = rows[:, :, None] * width + columns.clamp(max=width - 1)  # (B, n, block)
+    values = log_probs.take(flat)  # (B, n, block)
     if full < width:  # the tail block's columns past V
         values = values.masked_fill(columns >= width, float("-inf"))  # (B, n, block)
-    candidates = (values + alive.gather(1, beam)[:, :, None]).view(b, n * block)
+    candidates = (values + alive.gather(1, beam)[:, :, None]).view(b, n * block)  # (B, n·block)
     top, pick = candidates.topk(n, dim=1)  # (B, n) each
     return top, beam.gather(1, pick // block), columns.view(b, -1).gather(1, pick)
 
