@@ -162,8 +162,8 @@ class TokenStep:
             length=0,
             written=_Written(0),
             memory_keys=tuple(
-                F.pad(kv.keys, (0, 0, 0, span - s)).transpose(2, 3).contiguous() for kv in memory
-            ),  # (B, H, Dh, Sp) each
+                F.pad(kv.keys.transpose(2, 3), (0, span - s)) for kv in memory
+            ),  # (B, H, Dh, Sp) each, contiguous: transposed and padded in one copy
             memory_values=tuple(F.pad(kv.values, (0, 0, 0, span - s)) for kv in memory),
             memory_bias=bias.reshape(b * h, 1, span),  # (B·H, 1, Sp)
             span_bias=future.triu(diagonal=1).view(MIN_SPAN, 1, 1, MIN_SPAN),
