@@ -8,6 +8,7 @@ import torch
 from aiayn.config import EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
 from aiayn.decode.stepper import UncachedTransformerStepper
+from aiayn.decode.translator import _length_batches
 from aiayn.models import build_model
 
 from ..conftest import REPO_ROOT
@@ -130,3 +131,16 @@ def test_both_profiles_translate_alike(copy_models):
     for fast, ref in zip(results["fast"], results["reference"], strict=True):
         assert [h.tokens for h in fast] == [h.tokens for h in ref]
         assert [h.score for h in fast] == pytest.approx([h.score for h in ref], abs=1e-4)
+
+
+def test_length_batches_fill_from_the_longest_and_leave_the_shortest_last():
+    lengths = [3, 9, 4, 9, 2, 5, 8, 3]
+    batches = _length_batches(list(range(len(lengths))), lengths, batch_tokens=18)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) * max(lengths[i] for i in batch) <= 18
+    assert [[lengths[i] for i in batch] for batch in batches] == [
+        [9, 9],
+        [8, 5],
+        [4, 3, 3, 2],
+    ]
