@@ -23,29 +23,24 @@ class RowCountingDecoder(ScriptedDecoder):
         return super().step(tokens, state, normalize=normalize)
 
 
-THREE_ENDINGS = [
-    [C, C, C, EOS_ID],
-    [A, EOS_ID, PAD_ID, PAD_ID],
-    [B, B, EOS_ID, PAD_ID],
-]
-
-
-def test_ended_sentences_leave_the_batch(profile):
+@pytest.mark.parametrize(
+    ("leave_after", "rows"),
+    [
+        (0, [3, 3, 2, 1]),  # each sentence leaves as it ends
+        (0.5, [3, 3, 3, 1]),  # the first waits (1 wasted row of 3), leaves with the second
+    ],
+)
+def test_ended_sentences_leave_the_batch(profile, leave_after, rows):
+    """The ended rows' outputs are ignored while they wait."""
     decoder = RowCountingDecoder({10: ENDS_LAST, 11: ENDS_FIRST, 12: ENDS_SECOND})
     src = torch.tensor([[10, EOS_ID], [11, EOS_ID], [12, EOS_ID]])
-    out = greedy_search(decoder, src, profile=profile, leave_after=0)
-    assert out.tolist() == THREE_ENDINGS
-    assert decoder.rows == [3, 3, 2, 1]
-
-
-def test_ended_sentences_leave_together_once_their_rows_cost_enough(profile):
-    """With leave_after 0.5, the first sentence to end waits (1 wasted row of 3), and leaves
-    with the second (1 + 2 rows >= 1.5); the ended rows' outputs are ignored."""
-    decoder = RowCountingDecoder({10: ENDS_LAST, 11: ENDS_FIRST, 12: ENDS_SECOND})
-    src = torch.tensor([[10, EOS_ID], [11, EOS_ID], [12, EOS_ID]])
-    out = greedy_search(decoder, src, profile=profile, leave_after=0.5)
-    assert out.tolist() == THREE_ENDINGS
-    assert decoder.rows == [3, 3, 3, 1]
+    out = greedy_search(decoder, src, profile=profile, leave_after=leave_after)
+    assert out.tolist() == [
+        [C, C, C, EOS_ID],
+        [A, EOS_ID, PAD_ID, PAD_ID],
+        [B, B, EOS_ID, PAD_ID],
+    ]
+    assert decoder.rows == rows
 
 
 def test_a_lone_ended_sentence_stays_until_its_rows_cost_enough(profile):

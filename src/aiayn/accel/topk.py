@@ -48,10 +48,7 @@ def best_extensions(
     full = width - width % block
     if full < n * block:
         return plain_extensions(log_probs, alive, n)
-    maxima = log_probs[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (N, V // block)
-    if full < width:
-        tail = log_probs[:, full:].amax(dim=1, keepdim=True)  # (N, 1)
-        maxima = torch.cat([maxima, tail], dim=1)  # (N, M): M = ⌈V / block⌉
+    maxima = _block_maxima(log_probs, block)  # (N, M): M = ⌈V / block⌉
     m = maxima.size(1)
     bounds = (alive.view(-1, 1) + maxima).view(b, w * m)  # (B, W·M)
     blocks = bounds.topk(n, dim=1).indices  # (B, n)
@@ -90,10 +87,17 @@ def row_argmax(x: Tensor, *, block: int = ARGMAX_BLOCK) -> Tensor:
     full = width - width % block
     if full < 2 * block:
         return x.argmax(dim=1)
-    maxima = x[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (N, V // block)
-    if full < width:
-        tail = x[:, full:].amax(dim=1, keepdim=True)  # (N, 1): the columns past the blocks
-        maxima = torch.cat([maxima, tail], dim=1)  # (N, ⌈V / block⌉)
-    start = maxima.argmax(dim=1, keepdim=True) * block  # (N, 1)
+    start = _block_maxima(x, block).argmax(dim=1, keepdim=True) * block  # (N, 1)
     columns = (start + torch.arange(block, device=x.device)).clamp_(max=width - 1)  # (N, block)
     return start.squeeze(1) + x.gather(1, columns).argmax(dim=1)
+
+
+def _block_maxima(x: Tensor, block: int) -> Tensor:
+    """(N, V) -> (N, ⌈V / block⌉): the maximum of each row's blocks of ``block`` columns,
+    the columns past the last full block forming one more."""
+    full = x.size(1) - x.size(1) % block
+    maxima = x[:, :full].unflatten(1, (-1, block)).amax(dim=2)  # (N, V // block)
+    if full == x.size(1):
+        return maxima
+    tail = x[:, full:].amax(dim=1, keepdim=True)  # (N, 1)
+    return torch.cat([maxima, tail], dim=1)
