@@ -31,10 +31,11 @@ decodes a test set with a trained model, as a user would: aiayn's ``Translator``
 CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches of 4,096
 tokens; beam 5 stops when 5 hypotheses have finished, its rule), each row in its own
 process, the same subword ids in. Prints each row's BLEU, its difference from aiayn fp32
-(exact stopping for beam search) and its sentences/s (decoding and detokenising; median of
-the rounds), then, for greedy and beam search, the fastest aiayn mode within 0.3 BLEU of
-fp32 against CTranslate2's fastest. By default the Multi30k test2016 files, tokenised and
-lowercased, under ``AIAYN_DATA_DIR`` (``../shared/data``).
+(exact stopping for beam search) and its sentences/s (decoding and detokenising with the
+model's SentencePiece model, for every system; median of the rounds), then, for greedy and
+beam search, the fastest aiayn mode within 0.3 BLEU of fp32 against CTranslate2's fastest.
+By default the Multi30k test2016 files, tokenised and lowercased, under ``AIAYN_DATA_DIR``
+(``../shared/data``).
 """
 
 from __future__ import annotations
@@ -347,10 +348,13 @@ def trained_searches(system: str) -> list[str]:
     return ["greedy", beam, *(f"{beam} {rule}" for rule in STOPPING_RULES[1:])]
 
 
-def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path) -> int:
+def prepare_trained(
+    model_dir: str, src_tokenizer, tgt_tokenizer, source_path: str, work: Path
+) -> int:
     """Write into ``work`` what the rows share: the test sources as the model's subword ids
-    (aiayn) and as the exported vocabulary's tokens (CTranslate2), and the model's
-    CTranslate2 export when CTranslate2 is installed. Returns the number of sentences."""
+    (aiayn) and as the exported vocabulary's tokens (CTranslate2), and, when CTranslate2 is
+    installed, the model's CTranslate2 export and the target SentencePiece model its rows
+    detokenise with. Returns the number of sentences."""
     import importlib.util
 
     from aiayn.data.corpus import read_lines
@@ -364,6 +368,7 @@ def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path)
         export_ct2(model_dir, work / "ct2")
         vocab = ct2_vocabulary(work, "source")
         info["pieces"] = [[vocab[i] for i in row] for row in ids]
+        info["target_model"] = str(tgt_tokenizer.model_file)
         info["max_decoding_length"] = max(map(len, ids)) + 1 + SearchOptions().max_len_b
     (work / "trained.json").write_text(json.dumps(info))
     return len(ids)
@@ -380,13 +385,14 @@ def ct2_vocabulary(work: Path, side: str) -> list[str]:
 
 
 def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
-    """One row on the trained model: sentences/s and the output (texts for aiayn,
-    tokens for CTranslate2)."""
+    """One row on the trained model: sentences/s and the translations (texts: every row
+    detokenises its output with the model's SentencePiece model, inside the timing)."""
     info = json.loads((work / "trained.json").read_text())
     beam = 1 if search == "greedy" else TRAINED_BEAM
     stopping = search.split()[1] if " " in search else "exact"
     if system.startswith("CTranslate2"):
         import ctranslate2
+        import sentencepiece
 
         translator = ctranslate2.Translator(
             str(work / "ct2"),
@@ -403,9 +409,12 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
             max_decoding_length=info["max_decoding_length"],
         )
 
-        def run():
+        detokenizer = sentencepiece.SentencePieceProcessor(model_file=info["target_model"])
+        target_id = {token: i for i, token in enumerate(ct2_vocabulary(work, "target"))}
+
+        def run():  # as aiayn's rows: tokens to text, the same text for the same tokens
             results = translator.translate_batch(info["pieces"], **options)
-            return [r.hypotheses[0] for r in results]
+            return [detokenizer.decode([target_id[t] for t in r.hypotheses[0]]) for r in results]
 
     else:
         import torch
@@ -441,14 +450,8 @@ def compare_trained(
     ]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        sentences = prepare_trained(model_dir, src_tokenizer, test[0], work)
-        index = {token: i for i, token in enumerate(ct2_vocabulary(work, "target"))}
+        sentences = prepare_trained(model_dir, src_tokenizer, tgt_tokenizer, test[0], work)
         measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
-
-    def texts(system: str, output: list) -> list[str]:
-        if system.startswith("CTranslate2"):
-            return [tgt_tokenizer.decode([index[t] for t in tokens]) for tokens in output]
-        return output
 
     print(
         f"\n{model_dir}: {test[0]} ({sentences} sentences), batches of 4,096 source tokens, "
@@ -461,7 +464,7 @@ def compare_trained(
         if isinstance(runs, str):
             print(f"  {system:20} {search:15} {allocator:9} failed ({runs})")
             continue
-        bleu = corpus_scores(texts(system, runs[-1]["output"]), references, tokenized=tokenized)
+        bleu = corpus_scores(runs[-1]["output"], references, tokenized=tokenized)
         if system == "aiayn":
             fp32.setdefault(search.split()[0], bleu.bleu)
         speed = statistics.median(r["sentences_per_s"] for r in runs)
