@@ -32,7 +32,7 @@ CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches 
 tokens; beam 5 stops when 5 hypotheses have finished, its rule), each row in its own
 process, the same subword ids in. Prints each row's BLEU, its difference from aiayn fp32
 (exact stopping for beam search) and its sentences/s (decoding and detokenising with the
-model's SentencePiece model, for every system; median of the rounds), then, for greedy and
+model's own tokenizer, for every system; median of the rounds), then, for greedy and
 beam search, the fastest aiayn mode within 0.3 BLEU of fp32 against CTranslate2's fastest.
 By default the Multi30k test2016 files, tokenised and lowercased, under ``AIAYN_DATA_DIR``
 (``../shared/data``).
@@ -348,13 +348,10 @@ def trained_searches(system: str) -> list[str]:
     return ["greedy", beam, *(f"{beam} {rule}" for rule in STOPPING_RULES[1:])]
 
 
-def prepare_trained(
-    model_dir: str, src_tokenizer, tgt_tokenizer, source_path: str, work: Path
-) -> int:
+def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path) -> int:
     """Write into ``work`` what the rows share: the test sources as the model's subword ids
-    (aiayn) and as the exported vocabulary's tokens (CTranslate2), and, when CTranslate2 is
-    installed, the model's CTranslate2 export and the target SentencePiece model its rows
-    detokenise with. Returns the number of sentences."""
+    (aiayn) and as the exported vocabulary's tokens (CTranslate2), and the model's
+    CTranslate2 export when CTranslate2 is installed. Returns the number of sentences."""
     import importlib.util
 
     from aiayn.data.corpus import read_lines
@@ -368,7 +365,6 @@ def prepare_trained(
         export_ct2(model_dir, work / "ct2")
         vocab = ct2_vocabulary(work, "source")
         info["pieces"] = [[vocab[i] for i in row] for row in ids]
-        info["target_model"] = str(tgt_tokenizer.model_file)
         info["max_decoding_length"] = max(map(len, ids)) + 1 + SearchOptions().max_len_b
     (work / "trained.json").write_text(json.dumps(info))
     return len(ids)
@@ -386,13 +382,14 @@ def ct2_vocabulary(work: Path, side: str) -> list[str]:
 
 def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
     """One row on the trained model: sentences/s and the translations (texts: every row
-    detokenises its output with the model's SentencePiece model, inside the timing)."""
+    detokenises its output with the model's own target tokenizer, inside the timing)."""
     info = json.loads((work / "trained.json").read_text())
     beam = 1 if search == "greedy" else TRAINED_BEAM
     stopping = search.split()[1] if " " in search else "exact"
     if system.startswith("CTranslate2"):
         import ctranslate2
-        import sentencepiece
+
+        from aiayn.data.tokenizer_files import load_tokenizers  # imports no torch
 
         translator = ctranslate2.Translator(
             str(work / "ct2"),
@@ -409,7 +406,7 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
             max_decoding_length=info["max_decoding_length"],
         )
 
-        detokenizer = sentencepiece.SentencePieceProcessor(model_file=info["target_model"])
+        _, detokenizer, _ = load_tokenizers(info["model"])
         target_id = {token: i for i, token in enumerate(ct2_vocabulary(work, "target"))}
 
         def run():  # as aiayn's rows: tokens to text, the same text for the same tokens
@@ -442,7 +439,7 @@ def compare_trained(
     from aiayn.eval.bleu import corpus_scores
 
     references = list(read_lines(test[1]))
-    src_tokenizer, tgt_tokenizer, _ = load_tokenizers(model_dir)
+    src_tokenizer, _, _ = load_tokenizers(model_dir)
     rows = [
         (system, search, allocator)
         for system, allocator in TRAINED_SYSTEMS
@@ -450,7 +447,7 @@ def compare_trained(
     ]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
-        sentences = prepare_trained(model_dir, src_tokenizer, tgt_tokenizer, test[0], work)
+        sentences = prepare_trained(model_dir, src_tokenizer, test[0], work)
         measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
 
     print(
