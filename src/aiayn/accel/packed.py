@@ -172,9 +172,13 @@ class PackedFromRows(nn.Module):
         self.packed = PackedLinear(linear, dtype, out_dtype=torch.float32)
         self.min_rows = -(-min_product // linear.weight.numel())
 
+    def packs(self, rows: int) -> bool:
+        """Whether ``rows`` rows multiply through the packed weight."""
+        return rows >= self.min_rows
+
     def forward(self, x: Tensor) -> Tensor:
         """(..., I) -> (..., O)."""
-        if x.numel() // x.size(-1) < self.min_rows:
+        if not self.packs(x.numel() // x.size(-1)):
             return self.linear(x)
         return self.packed(x)
 

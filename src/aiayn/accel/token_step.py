@@ -87,11 +87,11 @@ Affine = Callable[[Tensor], Tensor]
 
 def affine(linear: nn.Module) -> Affine:
     """(N, I) -> (N, O): an ``nn.Linear`` as one ``addmm`` (``mm`` without a bias) on its
-    weight; a ``PackedFromRows`` as that below its ``min_rows``; any other map
+    weight; a ``PackedFromRows`` as that where it does not pack the rows; any other map
     (``aiayn.accel.packed.PackedLinear``) called as it is."""
     if isinstance(linear, PackedFromRows):
-        few, many, min_rows = affine(linear.linear), linear.packed.forward, linear.min_rows
-        return lambda x: many(x) if x.size(0) >= min_rows else few(x)
+        few, many, packs = affine(linear.linear), linear.packed.forward, linear.packs
+        return lambda x: many(x) if packs(x.size(0)) else few(x)
     if type(linear) is not nn.Linear:
         return linear
     weight_t, bias = linear.weight.t(), linear.bias  # (I, O) view, (O,)
