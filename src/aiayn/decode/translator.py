@@ -26,6 +26,11 @@ class TranslationError(AiaynError, ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class SearchOptions:
+    """How ``Translator.translate`` searches: beam width (1 is greedy search), length
+    penalty, n-best, output length, batching, precision and the beam search's stopping
+    rule. The defaults are the paper's decoding (§6.1: beam search, α 0.6, up to the source
+    length + 50)."""
+
     beam: int = 5  # 1: greedy
     alpha: float | None = 0.6  # length penalty (§6.1)
     nbest: int = 1
@@ -39,6 +44,8 @@ class SearchOptions:
 
 @dataclass(frozen=True)
 class Translation:
+    """One translation: its text, its length-normalised log-probability and its target ids."""
+
     text: str
     score: float  # length-normalised log-probability (0.0 for greedy and empty input)
     tokens: list[int]

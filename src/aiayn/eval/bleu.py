@@ -10,6 +10,8 @@ from sacrebleu.metrics import BLEU, CHRF
 
 @dataclass(frozen=True)
 class Scores:
+    """Corpus BLEU and chrF with the sacreBLEU signatures that say how they were computed."""
+
     bleu: float
     chrf: float
     bleu_signature: str
