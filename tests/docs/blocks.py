@@ -1,0 +1,79 @@
+"""The fenced code blocks of the README and the documentation, and how each is tested.
+
+A ``python`` or ``bash`` block is run; a block of any other language (``toml``, ``text``,
+``json``) is shown, not run. An HTML comment on the line before a fence changes that:
+
+- ``<!-- test: skip (why) -->``: not run, for the reason given (training for an hour, a
+  download); the reason is required.
+- ``<!-- test: background (why) -->``: started and left running (a server) while the
+  document's later blocks run, then stopped; it must answer ``GET /health`` on the port it
+  names with ``--port``.
+
+A document's blocks run in order, in one working directory where
+``runs/multi30k_en_de_tiny/model`` is a small trained translator (languages ``en`` and
+``de``) and ``configs/`` is the repository's. Each block stands alone (a Python block does not
+see the names of the one before it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUN = {"python", "bash"}
+MARK = re.compile(r"<!-- test: (?P<mark>skip|background)(?: \((?P<why>[^)]*)\))? -->")
+FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    document: Path
+    line: int  # of the opening fence, from 1
+    lang: str
+    code: str
+    mark: str | None  # "skip", "background" or None
+    why: str | None
+
+    @property
+    def runs(self) -> bool:
+        return self.lang in RUN and self.mark != "skip"
+
+    def __str__(self) -> str:
+        return f"{self.document.relative_to(REPO)}:{self.line}"
+
+
+def documents() -> list[Path]:
+    """The README and every Markdown page of the documentation."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def blocks(document: Path) -> list[Block]:
+    """The fenced blocks of ``document``, in order, with the mark on the line before each."""
+    lines = document.read_text(encoding="utf-8").splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        indent, fence_line = opening["indent"], i
+        body = []
+        i += 1
+        while i < len(lines) and lines[i].strip() != "```":
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
+            i += 1
+        mark = MARK.fullmatch(lines[fence_line - 1].strip()) if fence_line else None
+        found.append(
+            Block(
+                document=document,
+                line=fence_line + 1,
+                lang=opening["lang"],
+                code="\n".join(body) + "\n",
+                mark=mark["mark"] if mark else None,
+                why=mark["why"] if mark else None,
+            )
+        )
+        i += 1
+    return found
