@@ -162,6 +162,30 @@ def resume_with(**model) -> Callable[[Path, Path], None]:
     return setup
 
 
+def init_from(where: str, *, data: str = "data", **model) -> Callable[[Path, Path], None]:
+    """A fine-tuning config: start from ``where`` ({w} and {t} filled in) on ``data``."""
+
+    def setup(w: Path, t: Path) -> None:
+        path = where.replace("{w}", str(w)).replace("{t}", str(t))
+        values = config_dict(w / data, t / "run", run={"init_from": path})
+        values["model"] = model
+        write_toml(t / "train.toml", values)
+
+    return setup
+
+
+def other_vocabulary_data(w: Path, t: Path) -> None:
+    """Data with its own vocabulary (not the model's), for a fine-tuning config."""
+    paths = make_corpus(t / "corpus", train=100)
+    cfg = PrepareConfig(
+        src_lang="src", tgt_lang="tgt", train=paths["train"], valid=paths["valid"], vocab_size=50
+    )
+    prepare(cfg, t / "data")
+    values = config_dict(t / "data", t / "run", run={"init_from": str(w / "run" / "best")})
+    values["model"] = {}
+    write_toml(t / "train.toml", values)
+
+
 def foreign_directory(name: str) -> Callable[[Path, Path], None]:
     def setup(w: Path, t: Path) -> None:
         (t / name).mkdir()
@@ -421,6 +445,29 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "not a directory",
     ),
     ("resume, d_model changed", resume_with(d_model=64), [*TRAIN, "--resume"], "model.d_model"),
+    ("init_from missing", init_from("{t}/nothing"), [*TRAIN], "no such model directory"),
+    ("init_from a dataset", init_from("{w}/data"), [*TRAIN], "not a model directory"),
+    ("init_from a run dir", init_from("{w}/run"), [*TRAIN], "not an aiayn model directory"),
+    ("init_from, d_model differs", init_from("{w}/run/best", d_model=64), [*TRAIN], "d_model"),
+    (
+        "init_from, activation differs",
+        init_from("{w}/run/best", activation="gelu"),
+        [*TRAIN],
+        "model.activation is 'relu'",
+    ),
+    ("init_from, another vocabulary", other_vocabulary_data, [*TRAIN], "--vocab-from"),
+    (
+        "prepare --vocab-from a dataset",
+        NONE,
+        [*PREPARE, "--train", "{w}/bad/counts", "--out", "{t}/d", "--vocab-from", "{w}/data"],
+        "--vocab-from",
+    ),
+    (
+        "prepare --vocab-from with --text",
+        NONE,
+        ["prepare", "--text", "{w}/text.txt", "--out", "{t}/d", "--vocab-from", "{w}/run/best"],
+        "--vocab-from",
+    ),
     (
         "resume, activation changed",
         resume_with(activation="gelu"),

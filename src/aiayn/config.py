@@ -177,6 +177,9 @@ class PrepareConfig:
     train_limit: int = 0  # use only the first N training pairs (0: all), for quick runs
     vocab_sample: int = 1_000_000  # sentences sampled from the training text for the vocabulary
     shard_size: int = 1_000_000  # pairs per shard of a prepared split
+    # a model directory whose tokenizers encode the corpus (no vocabulary is trained; the
+    # vocabulary fields above are then unused), so that the model can be fine-tuned on it
+    vocab_from: str = ""
 
     def __post_init__(self) -> None:
         if self.vocab_size < 8:
@@ -273,6 +276,9 @@ class RunConfig:
     max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
     valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
     valid_beam: int = 1  # beam size for validation BLEU (1: greedy)
+    # a model directory to start from (fine-tuning): its weights and architecture (fields of
+    # [model] not set are taken from it; dropout may differ), with a fresh optimiser and schedule
+    init_from: str = ""
 
     def __post_init__(self) -> None:
         check_ranges(

@@ -6,6 +6,7 @@ Imports no torch, so tools that only read configs stay light.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import types
 import typing
@@ -14,6 +15,7 @@ from typing import Any, Literal
 from aiayn.config import (
     MODEL_PRESETS,
     ConfigError,
+    ModelConfig,
     PipelineConfig,
     PrepareConfig,
     Recipe,
@@ -92,7 +94,11 @@ def _check_type(value: Any, expected: Any, where: str) -> Any:
 
 
 def train_config_from_dict(values: dict[str, Any], *, where: str = "config") -> TrainConfig:
-    """Build a TrainConfig; ``[model] preset = "tiny"`` fills in a preset before overrides."""
+    """Build a TrainConfig; ``[model] preset = "tiny"`` fills in a preset before overrides.
+
+    With ``run.init_from``, the ``[model]`` fields not set (by a preset or by hand) are the
+    ones of the model directory it names; the trainer refuses those set to other values.
+    """
     values = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
     model = values.get("model", {})
     if isinstance(model, dict) and "preset" in model:
@@ -101,7 +107,45 @@ def train_config_from_dict(values: dict[str, Any], *, where: str = "config") -> 
             choices = sorted(MODEL_PRESETS)
             raise ConfigError(f"{where}.model.preset: unknown preset {preset!r}; choose {choices}")
         values["model"] = {**MODEL_PRESETS[preset], **model}
+    run = values.get("run", {})
+    init_from = run.get("init_from") if isinstance(run, dict) else None
+    if isinstance(init_from, str) and init_from and isinstance(values.get("model", {}), dict):
+        base = config_to_dict(model_config_of(init_from, where=f"{where}.run.init_from"))
+        values["model"] = {**base, **values.get("model", {})}
     return config_from_dict(TrainConfig, values, where=where)
+
+
+MODEL_CONFIG_FILE = "config.json"  # in a model directory: {"format": "aiayn-model", "model": ...}
+
+
+def model_config_of(directory: str | os.PathLike, *, where: str) -> ModelConfig:
+    """The ModelConfig of the model directory ``directory`` (``where`` names the option
+    that gave it, for errors).
+
+    Raises:
+        ConfigError: no such directory, or not an aiayn model directory.
+    """
+    path = os.path.join(directory, MODEL_CONFIG_FILE)
+    if not os.path.isdir(directory):
+        raise ConfigError(f"{where}: {directory}: no such model directory")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: {directory} is not a model directory (no {MODEL_CONFIG_FILE})"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{where}: {path}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != "aiayn-model":
+        raise ConfigError(
+            f"{where}: {directory} is not an aiayn model directory (a training run's is RUN/best; "
+            "a Hugging Face model is imported first: aiayn import marian)"
+        )
+    model = data.get("model")
+    if not isinstance(model, dict):
+        raise ConfigError(f"{where}: {path}: no model table")
+    return config_from_dict(ModelConfig, model, where=path)
 
 
 def parse_override(assignment: str) -> tuple[list[str], Any]:

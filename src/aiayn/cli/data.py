@@ -56,6 +56,13 @@ def _add_prepare_parser(sub) -> None:
     p.add_argument("--valid", metavar="PREFIX")
     p.add_argument("--test", metavar="PREFIX", nargs="*", default=[])
     p.add_argument("--vocab-size", type=integer(minimum=8), default=10000)
+    p.add_argument(
+        "--vocab-from",
+        metavar="MODEL",
+        default="",
+        help="encode with the tokenizers of this model directory (to fine-tune it) instead of "
+        "training a vocabulary",
+    )
     p.add_argument("--subword-model", choices=["bpe", "unigram"], default="bpe")
     p.add_argument(
         "--separate-vocab",
@@ -107,6 +114,8 @@ def run_prepare(args: argparse.Namespace) -> int:
     from aiayn.memory import memory_mb
 
     start = time.perf_counter()
+    if args.text and args.vocab_from:
+        raise UsageError("--vocab-from encodes a parallel corpus; a --text corpus trains its own")
     if args.text:
         _prepare_lm(args)
     else:
@@ -143,6 +152,7 @@ def _prepare_parallel(args: argparse.Namespace) -> None:
             empty_lines=args.empty_lines,
             vocab_sample=args.vocab_sample,
             shard_size=args.shard_size,
+            vocab_from=args.vocab_from,
         )
     except ValueError as e:
         raise ConfigError(str(e)) from None

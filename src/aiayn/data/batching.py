@@ -12,8 +12,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn.config import BOS_ID, EOS_ID, PAD_ID
+from aiayn.config import SpecialIds
 from aiayn.data.dataset import ParallelSplit
+
+AIAYN_SPECIALS = SpecialIds()  # the ids of the vocabularies aiayn trains
 
 
 @dataclass(frozen=True)
@@ -24,10 +26,11 @@ class Batch:
     tgt_in: Tensor  # (B, T)
     tgt_out: Tensor  # (B, T)
     indices: np.ndarray  # (B,) sentence numbers in the split
+    pad: int = AIAYN_SPECIALS.pad
 
     @property
     def n_tgt_tokens(self) -> int:
-        return int((self.tgt_out != PAD_ID).sum())
+        return int((self.tgt_out != self.pad).sum())
 
     @property
     def model_inputs(self) -> tuple[Tensor, Tensor, Tensor]:
@@ -40,12 +43,19 @@ class Batch:
             self.tgt_in.to(device, non_blocking=True),
             self.tgt_out.to(device, non_blocking=True),
             self.indices,
+            self.pad,
         )
 
 
-def collate(split: ParallelSplit, indices: np.ndarray, pad_to_multiple: int = 1) -> Batch:
+def collate(
+    split: ParallelSplit,
+    indices: np.ndarray,
+    pad_to_multiple: int = 1,
+    specials: SpecialIds = AIAYN_SPECIALS,
+) -> Batch:
     """Pad the sentences ``indices`` of ``split`` into a Batch, each side's width rounded up
-    to a multiple of ``pad_to_multiple``.
+    to a multiple of ``pad_to_multiple``, framed with ``specials`` (a Marian model's: its
+    decoder starts from PAD).
 
     Why round: every batch of a length-sorted sampler has its own width, so a run allocates
     tensors of ever-different sizes and glibc's heap fragments (the main job's trainer grew
@@ -53,15 +63,17 @@ def collate(split: ParallelSplit, indices: np.ndarray, pad_to_multiple: int = 1)
     after update ~150 (1.75 GB, 2.66 GB unrounded) at the same target tokens/s; the padded
     positions are masked, so the losses are the same (tested).
     """
-    src = _pad([split.src[i] for i in indices], append=EOS_ID, multiple=pad_to_multiple)
+    s, multiple = specials, pad_to_multiple
+    src = _pad([split.src[i] for i in indices], s.pad, append=s.eos, multiple=multiple)
     tgt = [split.tgt[i] for i in indices]
-    tgt_in = _pad(tgt, prepend=BOS_ID, multiple=pad_to_multiple)
-    tgt_out = _pad(tgt, append=EOS_ID, multiple=pad_to_multiple)
-    return Batch(src, tgt_in, tgt_out, np.asarray(indices))
+    tgt_in = _pad(tgt, s.pad, prepend=s.bos, multiple=multiple)
+    tgt_out = _pad(tgt, s.pad, append=s.eos, multiple=multiple)
+    return Batch(src, tgt_in, tgt_out, np.asarray(indices), s.pad)
 
 
 def _pad(
     rows: list[np.ndarray],
+    pad: int,
     *,
     prepend: int | None = None,
     append: int | None = None,
@@ -69,7 +81,7 @@ def _pad(
 ) -> Tensor:
     extra = (prepend is not None) + (append is not None)
     width = int(round_up(max(len(r) for r in rows) + extra, multiple))
-    out = np.full((len(rows), width), PAD_ID, dtype=np.int64)
+    out = np.full((len(rows), width), pad, dtype=np.int64)
     start = 1 if prepend is not None else 0
     for i, row in enumerate(rows):
         out[i, start : start + len(row)] = row
@@ -214,8 +226,10 @@ class BatchIterator:
         position: int = 0,
         num_shards: int = 1,
         shard: int = 0,
+        specials: SpecialIds = AIAYN_SPECIALS,
     ):
         self.split = split
+        self.specials = specials
         self.sampler = sampler
         self.epoch = epoch
         self.position = position
@@ -245,7 +259,7 @@ class BatchIterator:
             batches = self._epoch_batches()
         indices = batches[self.position]
         self.position += 1
-        return collate(self.split, indices, self.sampler.pad_to_multiple)
+        return collate(self.split, indices, self.sampler.pad_to_multiple, self.specials)
 
     def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position}

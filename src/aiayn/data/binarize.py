@@ -7,13 +7,15 @@ place at the end, so an interrupted run never leaves a dataset that looks comple
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, replace
 from itertools import islice, zip_longest
 from pathlib import Path
 
 from aiayn.config import PrepareConfig
-from aiayn.config_io import config_to_dict
+from aiayn.config_io import config_to_dict, model_config_of
 from aiayn.data.corpus import (
     MANIFEST,
     CorpusError,
@@ -27,6 +29,7 @@ from aiayn.data.corpus import (
 from aiayn.data.encode import ChunkEncoder, Filter, ShardWriter, SplitStats
 from aiayn.data.indexed import token_dtype
 from aiayn.data.tokenizer import train_sentencepiece
+from aiayn.data.tokenizer_files import TOKENIZER_FILE, load_tokenizers, tokenizer_info_json
 from aiayn.files import atomic_directory, sha256_file
 
 FORMAT = "aiayn-parallel-dataset"
@@ -73,11 +76,15 @@ def prepare(
         out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
     ) as tmp:
         start = time.perf_counter()
-        vocab = _train_vocabularies(cfg, files["train"], tmp, log, threads=workers)
+        if cfg.vocab_from:
+            vocab = _copy_vocabularies(cfg, tmp, log)
+            models = (tmp, tmp)  # the tokenizers tmp/tokenizer.json describes
+        else:
+            vocab = _train_vocabularies(cfg, files["train"], tmp, log, threads=workers)
+            models = (tmp / vocab["files"]["src"], tmp / vocab["files"]["tgt"])
         log(f"vocabulary: {vocab['sizes']} in {time.perf_counter() - start:.1f}s")
         dtype = token_dtype(max(vocab["sizes"].values()))
         stats = {}
-        models = (tmp / vocab["files"]["src"], tmp / vocab["files"]["tgt"])
         with ChunkEncoder(*models, workers=workers) as encoder:
             for name, (src_file, tgt_file) in files.items():
                 start = time.perf_counter()
@@ -128,6 +135,28 @@ def _train_vocabularies(cfg, train_files, tmp: Path, log, *, threads: int) -> di
         "joint": False,
         "files": {"src": src_name, "tgt": tgt_name},
         "sizes": {"src": src_tok.vocab_size, "tgt": tgt_tok.vocab_size},
+    }
+
+
+def _copy_vocabularies(cfg: PrepareConfig, tmp: Path, log) -> dict:
+    """Copy the tokenizers of the model directory ``cfg.vocab_from`` (checked against its
+    ``tokenizer.json``) and describe them, with the model's special ids, for the manifest."""
+    source = Path(cfg.vocab_from)
+    specials = model_config_of(source, where="--vocab-from").specials
+    _, _, info = load_tokenizers(source)
+    log(f"encoding with the {info.kind} vocabularies of {source}")
+    for name in info.files:
+        shutil.copyfile(source / name, tmp / name)
+    info = replace(
+        info, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, pretokenized=cfg.pretokenized
+    )
+    (tmp / TOKENIZER_FILE).write_text(tokenizer_info_json(info))
+    return {
+        "joint": info.src_file == info.tgt_file,
+        "files": {"src": info.src_file, "tgt": info.tgt_file},
+        "sizes": {"src": info.src_vocab_size, "tgt": info.tgt_vocab_size},
+        "specials": asdict(specials),
+        "from_model": {"path": str(source), "sha256": dict(info.sha256)},
     }
 
 

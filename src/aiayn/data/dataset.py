@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiayn.config import SpecialIds
 from aiayn.data.binarize import FORMAT
 from aiayn.data.corpus import CorpusError, read_manifest, verify_checksums
 from aiayn.data.indexed import IndexedDataset, ShardedDataset, open_indexed
 from aiayn.data.tokenizer import SentencePieceTokenizer, Tokenizer
+from aiayn.data.tokenizer_files import load_tokenizers
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,17 @@ class ParallelData:
     def split_names(self) -> list[str]:
         return list(self.manifest["splits"])
 
+    @property
+    def specials(self) -> SpecialIds:
+        """The ids batches are framed with: aiayn's, or those of the model whose
+        vocabularies encoded the corpus (``prepare --vocab-from``)."""
+        return SpecialIds(**self.manifest["vocab"].get("specials", {}))
+
+    @property
+    def from_model(self) -> bool:
+        """Encoded with a model's tokenizers (described by the dataset's ``tokenizer.json``)."""
+        return "from_model" in self.manifest["vocab"]
+
     def split(self, name: str) -> ParallelSplit:
         if name not in self.manifest["splits"]:
             raise CorpusError(f"{self.directory}: no split {name!r}; have {self.split_names}")
@@ -52,6 +65,9 @@ def load_prepared(directory: str | Path) -> ParallelData:
     """Open a directory written by ``aiayn prepare``; nothing is read into memory."""
     directory = Path(directory)
     manifest = read_manifest(directory, expected_format=FORMAT, description="parallel dataset")
+    if "from_model" in manifest["vocab"]:
+        src, tgt, _ = load_tokenizers(directory)
+        return ParallelData(directory, manifest, src, tgt)
     files = manifest["vocab"]["files"]
     src_tok = SentencePieceTokenizer(directory / files["src"])
     tgt_tok = (

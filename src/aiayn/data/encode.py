@@ -24,6 +24,7 @@ import numpy as np
 
 from aiayn.data.indexed import IndexedWriter
 from aiayn.data.tokenizer import Tokenizer, load_tokenizer
+from aiayn.data.tokenizer_files import load_tokenizers
 
 CHUNK = 10_000  # pairs encoded at a time
 POOL_FROM_CHUNK = 10  # smaller splits are encoded in this process: starting workers costs more
@@ -75,7 +76,12 @@ _tokenizers: tuple[Tokenizer, Tokenizer] | None = None  # a worker's, loaded onc
 
 
 def _load_tokenizers(src_model: str, tgt_model: str) -> None:
+    """Load the two tokenizer files, or (both paths a directory) the tokenizers its
+    ``tokenizer.json`` describes."""
     global _tokenizers
+    if Path(src_model).is_dir():
+        _tokenizers = load_tokenizers(src_model)[:2]
+        return
     src = load_tokenizer(src_model)
     _tokenizers = (src, src if tgt_model == src_model else load_tokenizer(tgt_model))
 
@@ -105,7 +111,8 @@ def _flat(sentences: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 class ChunkEncoder:
     """Encodes chunks in order: in ``workers`` processes once a split has more than
-    ``POOL_FROM_CHUNK`` chunks, in this process before that (and always with one worker)."""
+    ``POOL_FROM_CHUNK`` chunks, in this process before that (and always with one worker).
+    The tokenizers are two files, or twice a directory with a ``tokenizer.json``."""
 
     def __init__(self, src_model: Path, tgt_model: Path, *, workers: int):
         self.workers = workers

@@ -37,6 +37,7 @@ from aiayn.train.checkpoint import (
     restore_newest,
     save_checkpoint,
 )
+from aiayn.train.init_from import check_init_from, load_init_weights
 from aiayn.train.metrics import (
     BY_BLEU,
     BY_NLL,
@@ -150,11 +151,19 @@ class Trainer:
             )
         if resume:
             self._resume()
+        if self.state.update == 0 and self.cfg.run.init_from:
+            self._start_from(Path(self.cfg.run.init_from))
         if self.state.update == 0:  # a fresh run reads its whole dataset once
             self.task.verify_data()
         if self.dist.is_main:
             resolved = json.dumps(config_to_dict(self.cfg), indent=2)
             (self.run_dir / "config.json").write_text(resolved)
+
+    def _start_from(self, directory: Path) -> None:
+        """Fine-tuning: the weights of ``directory``; the optimiser and schedule stay fresh."""
+        saved = check_init_from(directory, self.model_cfg, self.task.tokenizers())
+        load_init_weights(self.model, directory, saved, self.device)
+        self.log(f"starting from the weights of {directory} (a fresh optimiser and schedule)")
 
     def _resume(self) -> None:
         def same_model_and_data(path: Path) -> None:

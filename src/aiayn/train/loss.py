@@ -44,7 +44,11 @@ def label_smoothed_nll(
 def fused_loss(
     hidden: Tensor, output: OutputProjection, target: Tensor, *, epsilon: float
 ) -> tuple[Tensor, Tensor]:
-    """``label_smoothed_nll`` computed by ``aiayn.accel.fused_loss``."""
+    """``label_smoothed_nll`` computed by ``aiayn.accel.fused_loss``; a projection with a
+    bias (Marian's ``final_logits_bias``), which the fused kernel has no term for, takes the
+    plain path."""
+    if output.bias is not None:
+        return label_smoothed_nll(hidden, output, target, epsilon=epsilon)
     return fused_label_smoothed_nll(hidden, output.weight, target, epsilon=epsilon)
 
 

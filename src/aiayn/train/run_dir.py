@@ -128,8 +128,11 @@ def check_same_vocabularies(
     """
     saved_src, saved_tgt, _ = load_tokenizers(checkpoint)
     directory, info = data
-    src = load_tokenizer(directory / info.src_file)
-    tgt = src if info.tgt_file == info.src_file else load_tokenizer(directory / info.tgt_file)
+    if info.kind == "marian":  # a dataset encoded with a Marian model's tokenizers
+        src, tgt, _ = load_tokenizers(directory)
+    else:
+        src = load_tokenizer(directory / info.src_file)
+        tgt = src if info.tgt_file == info.src_file else load_tokenizer(directory / info.tgt_file)
     for side, before, now in (("source", saved_src, src), ("target", saved_tgt, tgt)):
         if side == "target" and before is saved_src and now is src:
             continue  # joint vocabularies on both sides: the source's comparison holds

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from aiayn import masks
-from aiayn.config import PAD_ID, ConfigError, ModelConfig, TrainConfig
+from aiayn.config import ConfigError, ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, CorpusError, TokenBatchSampler, collate, load_prepared
 from aiayn.data.blocks import random_blocks, sequential_blocks
 from aiayn.data.lm import load_lm_data
@@ -19,6 +19,7 @@ from aiayn.data.tokenizer_files import (
     TOKENIZER_FILE,
     TokenizerInfo,
     describe_tokenizers,
+    read_tokenizer_info,
     tokenizer_info_json,
 )
 from aiayn.runtime import Distributed, mixed_seed
@@ -82,6 +83,7 @@ class TranslationTask:
             sampler,
             num_shards=dist.world_size,
             shard=dist.rank,
+            specials=self.data.specials,
         )
         self.valid = self.data.split(cfg.data.valid_split)
         self._valid_sampler = TokenBatchSampler(
@@ -101,7 +103,7 @@ class TranslationTask:
         sizes = self.data.manifest["vocab"]["sizes"]
         if model.share_embeddings and sizes["src"] != sizes["tgt"]:
             model = replace(model, share_embeddings=False)
-        return model.with_vocab(sizes["src"], sizes["tgt"])
+        return replace(model.with_vocab(sizes["src"], sizes["tgt"]), specials=self.data.specials)
 
     def next_batch(self) -> Batch:
         return self._checked(next(self.train)).to(self.device)
@@ -109,7 +111,9 @@ class TranslationTask:
     def valid_batches(self) -> list[Batch]:
         sampler = self._valid_sampler
         return [
-            self._checked(collate(self.valid, b, sampler.pad_to_multiple)).to(self.device)
+            self._checked(collate(self.valid, b, sampler.pad_to_multiple, self.data.specials)).to(
+                self.device
+            )
             for b in sampler.batches(0)
         ]
 
@@ -134,6 +138,8 @@ class TranslationTask:
         return _tokenizer_assets(*self.tokenizers())
 
     def tokenizers(self) -> tuple[Path, TokenizerInfo]:
+        if self.data.from_model:
+            return self.data.directory, read_tokenizer_info(self.data.directory)
         manifest = self.data.manifest
         files = manifest["vocab"]["files"]
         info = describe_tokenizers(
@@ -173,11 +179,12 @@ class TranslationLoss(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         """Summed (label-smoothed loss, NLL) over the non-pad positions of ``tgt_out``."""
         model = self.model
+        pad = model.specials.pad
         src_mask = model.source_mask(src)  # (B, 1, 1, S)
         memory = model.encode(src, src_mask)  # (B, S, D)
-        tgt_mask = masks.decoder_self_mask(tgt_in, PAD_ID)  # (B, 1, T, T)
+        tgt_mask = masks.decoder_self_mask(tgt_in, pad)  # (B, 1, T, T)
         hidden = model.decode(tgt_in, src_mask, memory=memory, tgt_mask=tgt_mask).hidden
-        real = tgt_out != PAD_ID  # (B, T)
+        real = tgt_out != pad  # (B, T)
         return self.loss(hidden[real], model.output, tgt_out[real], epsilon=self.epsilon)
 
 
