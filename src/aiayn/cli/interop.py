@@ -1,4 +1,5 @@
-"""``aiayn import marian`` (an opus-mt model from Hugging Face) and ``aiayn export ct2``."""
+"""``aiayn import marian`` (an opus-mt model from Hugging Face) and ``aiayn export`` (CTranslate2,
+Hugging Face Marian, Argos Translate)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,48 @@ def add_parsers(sub) -> None:
     )
     ct2.add_argument("--overwrite", action="store_true", help="replace a model at --out")
     ct2.set_defaults(handler=run_export_ct2)
+    hf = targets.add_parser(
+        "hf", help="a Hugging Face Marian directory (transformers)", description=HF_HELP
+    )
+    hf.add_argument("model", help="aiayn translation model directory")
+    hf.add_argument("--out", required=True, help="Hugging Face model directory to write")
+    hf.add_argument("--overwrite", action="store_true", help="replace an export at --out")
+    hf.set_defaults(handler=run_export_hf)
+    argos = targets.add_parser(
+        "argos", help="an Argos Translate package (LibreTranslate)", description=ARGOS_HELP
+    )
+    argos.add_argument("model", help="aiayn translation model directory")
+    argos.add_argument("--out", required=True, help="package file to write (NAME.argosmodel)")
+    argos.add_argument(
+        "--from", dest="from_code", help="source language code (default: the model's)"
+    )
+    argos.add_argument("--to", dest="to_code", help="target language code (default: the model's)")
+    argos.add_argument(
+        "--splitter", help="a trained MiniSBD .onnx sentence splitter to ship (default: rule-based)"
+    )
+    argos.add_argument(
+        "--quantization",
+        choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
+        help="weights' type in the package's CTranslate2 model (default: float32)",
+    )
+    argos.add_argument("--version", default="1.0", help="the package's version (default: 1.0)")
+    argos.add_argument("--overwrite", action="store_true", help="replace a package at --out")
+    argos.set_defaults(handler=run_export_argos)
 
 
 MARIAN_HELP = (
     "Get one with network access, e.g. `hf download Helsinki-NLP/opus-mt-en-de "
     "--local-dir opus-mt-en-de`, then `aiayn import marian opus-mt-en-de --out en-de`."
+)
+
+
+HF_HELP = (
+    "Load it with transformers: AutoModelForSeq2SeqLM.from_pretrained(DIR) and "
+    "AutoTokenizer.from_pretrained(DIR)."
+)
+ARGOS_HELP = (
+    "Install it with argostranslate.package.install_from_path(FILE), or into LibreTranslate's "
+    "package directory; it translates offline."
 )
 
 
@@ -50,4 +88,29 @@ def run_export_ct2(args: argparse.Namespace) -> int:
 
     out = export_ct2(args.model, args.out, quantization=args.quantization, overwrite=args.overwrite)
     log(f"exported {args.model} -> {out} (CTranslate2)")
+    return 0
+
+
+def run_export_hf(args: argparse.Namespace) -> int:
+    from aiayn.interop.hf import export_hf
+
+    out = export_hf(args.model, args.out, overwrite=args.overwrite)
+    log(f"exported {args.model} -> {out} (Hugging Face Marian)")
+    return 0
+
+
+def run_export_argos(args: argparse.Namespace) -> int:
+    from aiayn.interop.argos import export_argos
+
+    out = export_argos(
+        args.model,
+        args.out,
+        from_code=args.from_code,
+        to_code=args.to_code,
+        splitter=args.splitter,
+        quantization=args.quantization,
+        version=args.version,
+        overwrite=args.overwrite,
+    )
+    log(f"exported {args.model} -> {out} (Argos Translate package)")
     return 0

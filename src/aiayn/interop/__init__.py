@@ -1,2 +1,2 @@
-"""Other tools' models in, aiayn models out: Hugging Face Marian (opus-mt) import, and
-CTranslate2 export."""
+"""Other tools' models in, aiayn models out: Hugging Face Marian (opus-mt) import; CTranslate2,
+Hugging Face Marian and Argos Translate exports."""
