@@ -39,6 +39,16 @@ def shakespeare_file() -> Path:
     return path
 
 
+@pytest.fixture
+def seedpairs_dir() -> Path:
+    """The open English-Korean and English-Portuguese evaluation sets (FLORES-200, NTREX-128,
+    Tatoeba, Korean news)."""
+    path = data_dir() / "seedpairs"
+    if not (path / "flores200" / "devtest.ko.gz").is_file():
+        pytest.skip(f"seedpairs not found at {path} (set AIAYN_DATA_DIR)")
+    return path
+
+
 def tiny_config(**overrides) -> ModelConfig:
     """The HF-Marian-style tester size: small enough for exhaustive checks in milliseconds."""
     fields = dict(

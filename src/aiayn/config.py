@@ -56,6 +56,9 @@ class SpecialIds:
 
 
 Activation = Literal["relu", "gelu", "swish"]
+# sacreBLEU's BLEU tokenizers that need no download; "" chooses by the target language
+# (ko-mecab for Korean, ja-mecab for Japanese, zh for Chinese, else 13a: aiayn.eval).
+BleuTokenize = Literal["", "none", "13a", "intl", "char", "zh", "ja-mecab", "ko-mecab"]
 Positional = Literal["sinusoidal", "sinusoidal_concat", "learned"]
 
 
@@ -276,6 +279,7 @@ class RunConfig:
     max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
     valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
     valid_beam: int = 1  # beam size for validation BLEU (1: greedy)
+    valid_tokenize: BleuTokenize = ""  # validation BLEU's tokenizer ("": by target language)
     # a model directory to start from (fine-tuning): its weights and architecture (fields of
     # [model] not set are taken from it; dropout may differ), with a fresh optimiser and schedule
     init_from: str = ""
@@ -316,6 +320,7 @@ class PipelineConfig:
     valid: str = ""
     test: tuple[str, ...] = ()
     pretokenized: bool = False  # files: the text is tokenised (BLEU on its tokens)
+    tokenize: BleuTokenize = ""  # BLEU's sacreBLEU tokenizer ("": by tgt_lang, e.g. ko-mecab)
     average_last: int = 10  # checkpoints averaged into the final model (§6.1)
     beam: int = 5
     alpha: float = 0.6  # length-penalty exponent, unless tune_alpha chooses one

@@ -43,6 +43,7 @@ class TestResult:
     bleu: float
     chrf: float
     bleu_signature: str
+    chrf_signature: str
     sentences: int
     seconds: float
     examples: list[dict[str, str]] = field(default_factory=list)
@@ -168,10 +169,13 @@ def run_pipeline(
 def _train(recipe: Recipe, data_dir: Path, run_dir: Path, reporter: Reporter) -> TrainerState:
     """Train (or resume) the recipe's model; the trainer, its model and its data are let go
     on return."""
+    run = recipe.train.run
     cfg = dataclasses.replace(
         recipe.train,
         data=dataclasses.replace(recipe.train.data, dir=str(data_dir)),
-        run=dataclasses.replace(recipe.train.run, dir=str(run_dir)),
+        run=dataclasses.replace(
+            run, dir=str(run_dir), valid_tokenize=run.valid_tokenize or recipe.pipeline.tokenize
+        ),
     )
     return Trainer(cfg, resume=True, reporter=reporter, validators=validators_for(cfg)).train()
 
@@ -309,7 +313,7 @@ def _tune_alpha(translator, corpus: CorpusFiles, p, log) -> tuple[float, dict[fl
     for alpha in p.tune_alpha:
         options = _search_options(p, alpha)
         hyps = [h[0].text for h in translator.translate(sources, options, warn=log)]
-        scores[alpha] = corpus_scores(hyps, references, tokenized=corpus.pretokenized).bleu
+        scores[alpha] = _scores(hyps, references, corpus, p).bleu
         log(f"valid: α {alpha}: BLEU {scores[alpha]:.2f}")
     best = max(p.tune_alpha, key=lambda a: scores[a])
     log(f"length penalty: α {best} (best validation BLEU)")
@@ -330,7 +334,7 @@ def _translate_split(translator, corpus: CorpusFiles, split, p, options, work, l
     results = work / "results"
     results.mkdir(exist_ok=True)
     (results / f"{split}.{p.tgt_lang}.hyp").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    scores = corpus_scores(hyps, references, tokenized=corpus.pretokenized)
+    scores = _scores(hyps, references, corpus, p)
     log(
         f"{split}: BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} "
         f"({len(sources) / seconds:.1f} sentences/s)"
@@ -340,8 +344,22 @@ def _translate_split(translator, corpus: CorpusFiles, split, p, options, work, l
         for i in range(min(p.examples, len(sources)))
     ]
     return TestResult(
-        split, scores.bleu, scores.chrf, scores.bleu_signature, len(sources), seconds, examples
+        split,
+        scores.bleu,
+        scores.chrf,
+        scores.bleu_signature,
+        scores.chrf_signature,
+        len(sources),
+        seconds,
+        examples,
     )
+
+
+def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: PipelineConfig):
+    """BLEU (tokenised for the target language, or as the recipe's ``tokenize`` says;
+    ``none`` for pre-tokenised text) and chrF."""
+    tokenize = "none" if corpus.pretokenized else p.tokenize or None
+    return corpus_scores(hyps, references, tgt_lang=p.tgt_lang, tokenize=tokenize)
 
 
 def _recipe_dict(recipe: Recipe) -> dict:
@@ -376,6 +394,7 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
         + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
         + ")",
         f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
+        f"- chrF signature: {result.tests[0].chrf_signature}" if result.tests else "",
         _alpha_line(result),
         "",
         "Examples (test set 1):",

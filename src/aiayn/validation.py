@@ -1,14 +1,20 @@
-"""Validation metrics beyond the loss, wired into training: BLEU of the model's own
-translations of the validation split (greedy or beam)."""
+"""Validation metrics beyond the loss, wired into training: BLEU and chrF of the model's own
+translations of the validation split (greedy or beam), BLEU tokenised for the target
+language (``aiayn.eval``)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from aiayn.config import TrainConfig
 from aiayn.data import load_prepared
 from aiayn.decode.translator import SearchOptions, Translator
-from aiayn.eval import corpus_scores
+from aiayn.eval import corpus_scores, make_bleu
 from aiayn.train import Validator
 from aiayn.train.metrics import Metric
+
+SIGNATURES_FILE = "valid_signatures.txt"  # in the run directory: how validation was scored
 
 
 def validators_for(cfg: TrainConfig) -> list[Validator]:
@@ -17,19 +23,39 @@ def validators_for(cfg: TrainConfig) -> list[Validator]:
 
 
 def bleu_validator(cfg: TrainConfig) -> Validator:
-    """BLEU on the validation split, decoded from its ids with ``run.valid_beam``."""
+    """BLEU and chrF on the validation split, decoded from its ids with ``run.valid_beam``;
+    the first validation writes both sacreBLEU signatures to ``RUN/valid_signatures.txt``.
+
+    Raises:
+        ScoringError: BLEU's tokenizer is not installed (before any training).
+    """
     data = load_prepared(cfg.data.dir)
     valid = data.split(cfg.data.valid_split)
     sources = [valid.src[i].tolist() for i in range(len(valid))]
     references = [data.tgt_tokenizer.decode(valid.tgt[i].tolist()) for i in range(len(valid))]
-    tokenized = bool(data.manifest["pretokenized"])
+    tokenize = "none" if data.manifest["pretokenized"] else cfg.run.valid_tokenize or None
+    tgt_lang = str(data.manifest.get("tgt_lang", ""))
+    make_bleu(tgt_lang, tokenize)  # a missing tokenizer fails now, not after the first updates
     options = SearchOptions(beam=cfg.run.valid_beam, batch_tokens=cfg.data.valid_max_tokens)
+    signatures = Path(cfg.run.dir) / SIGNATURES_FILE
 
     def validate(model) -> dict[Metric, float]:
         # the weights change between validations: no packed copy (its kernels would stay)
         translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer, packed=False)
         hyps = [t[0].text for t in translator.translate_ids(sources, options)]
-        bleu = corpus_scores(hyps, references, tokenized=tokenized).bleu
-        return {Metric.BLEU: bleu, Metric.BLEU_BEAM: float(options.beam)}
+        scores = corpus_scores(hyps, references, tgt_lang=tgt_lang, tokenize=tokenize)
+        if not signatures.is_file():
+            _write_text(signatures, f"BLEU {scores.bleu_signature}\nchrF {scores.chrf_signature}\n")
+        return {
+            Metric.BLEU: scores.bleu,
+            Metric.CHRF: scores.chrf,
+            Metric.BLEU_BEAM: float(options.beam),
+        }
 
     return validate
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

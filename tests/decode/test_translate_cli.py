@@ -235,7 +235,10 @@ def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):
     )
     Trainer(cfg, validators=[bleu_validator(cfg)]).train()
     rows = [json.loads(x) for x in (tmp_path / "r" / "metrics.jsonl").open()]
-    assert all("bleu" in r for r in rows if r["kind"] == "valid")
+    assert all("bleu" in r and "chrf" in r for r in rows if r["kind"] == "valid")
+    signatures = (tmp_path / "r" / "valid_signatures.txt").read_text().splitlines()
+    assert signatures[0].startswith("BLEU nrefs:1|") and "|tok:13a|" in signatures[0]
+    assert signatures[1].startswith("chrF nrefs:1|")
 
 
 def test_validation_decodes_through_the_training_weights(tiny_dataset, tmp_path, monkeypatch):

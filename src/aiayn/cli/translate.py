@@ -8,8 +8,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 from aiayn.cli.common import UsageError, add_search_options, integer, log, search_precision
+from aiayn.config import BleuTokenize
 
 
 def add_parsers(sub) -> None:
@@ -49,6 +51,7 @@ def add_parsers(sub) -> None:
         default=None,
         help="score with tokenize='none' (default: when the model's data was pre-tokenised)",
     )
+    _add_tokenize_option(t, "the model's target language")
     t.add_argument("--threads", type=integer(minimum=0), default=0)
     t.add_argument(
         "--profile",
@@ -77,7 +80,37 @@ def add_parsers(sub) -> None:
         action="store_true",
         help="text is tokenised and lowercased: sacreBLEU tokenize='none'",
     )
+    e.add_argument(
+        "--tgt-lang",
+        "-l",
+        metavar="LANG",
+        help="the references' language, which chooses BLEU's tokenizer (ko: ko-mecab, ja: "
+        "ja-mecab, zh: zh, else 13a; default: the --ref file's suffix, e.g. test.ko)",
+    )
+    _add_tokenize_option(e, "--tgt-lang")
     e.set_defaults(handler=run_evaluate)
+
+
+def _add_tokenize_option(parser: argparse.ArgumentParser, language: str) -> None:
+    parser.add_argument(
+        "--tokenize",
+        choices=[t for t in get_args(BleuTokenize) if t],
+        help=f"sacreBLEU's BLEU tokenizer (default: chosen by {language}: ko-mecab for "
+        "Korean, ja-mecab for Japanese, zh for Chinese, else 13a)",
+    )
+
+
+def _bleu_tokenize(tokenized: bool | None, tokenize: str | None) -> str | None:
+    """The tokenizer asked for: ``--tokenized`` is ``--tokenize none``; both may not differ."""
+    if tokenized and tokenize not in (None, "none"):
+        raise UsageError(f"--tokenized means --tokenize none, not --tokenize {tokenize}")
+    return "none" if tokenized else tokenize
+
+
+def _suffix_language(path: str) -> str:
+    """``test.ko`` and ``test.ko.gz`` -> ``ko``; '' when the name has no suffix."""
+    name = Path(path).name.removesuffix(".gz")
+    return Path(name).suffix.lstrip(".")
 
 
 def run_translate(args: argparse.Namespace) -> int:
@@ -130,8 +163,10 @@ def run_translate(args: argparse.Namespace) -> int:
         from aiayn.eval import corpus_scores
 
         tokenized = translator.pretokenized if args.tokenized is None else args.tokenized
+        tokenize = _bleu_tokenize(tokenized, args.tokenize)
         hyps = [h[0].text for h in results]
-        print(corpus_scores(hyps, references, tokenized=tokenized), file=sys.stderr)
+        scores = corpus_scores(hyps, references, tgt_lang=translator.tgt_lang, tokenize=tokenize)
+        print(scores, file=sys.stderr)
     return 0
 
 
@@ -178,10 +213,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise UsageError("give --hyp and --ref (translations), or --model and --text (perplexity)")
     from aiayn.eval import corpus_scores
 
+    tokenize = _bleu_tokenize(args.tokenized, args.tokenize)
     hyps, refs = list(read_lines(args.hyp)), list(read_lines(args.ref))
     if len(refs) != len(hyps):
         raise UsageError(f"{args.ref} has {len(refs)} lines, {args.hyp} has {len(hyps)}")
-    print(corpus_scores(hyps, refs, tokenized=args.tokenized))
+    tgt_lang = args.tgt_lang or _suffix_language(args.ref)
+    print(corpus_scores(hyps, refs, tgt_lang=tgt_lang, tokenize=tokenize))
     return 0
 
 

@@ -1,5 +1,21 @@
-"""Evaluation: BLEU and chrF with sacreBLEU."""
+"""Evaluation: BLEU and chrF with sacreBLEU, BLEU tokenised for the target language."""
 
-from aiayn.eval.bleu import Scores, corpus_scores
+from aiayn.eval.bleu import (
+    BLEU_TOKENIZERS,
+    Scores,
+    ScoringError,
+    bleu_tokenizer,
+    corpus_scores,
+    language_code,
+    make_bleu,
+)
 
-__all__ = ["Scores", "corpus_scores"]
+__all__ = [
+    "BLEU_TOKENIZERS",
+    "Scores",
+    "ScoringError",
+    "bleu_tokenizer",
+    "corpus_scores",
+    "language_code",
+    "make_bleu",
+]

@@ -1,11 +1,41 @@
-"""Corpus BLEU (Papineni et al., 2002) and chrF (Popović, 2015) via sacreBLEU, with signatures."""
+"""Corpus BLEU (Papineni et al., 2002) and chrF (Popović, 2015) via sacreBLEU, with signatures.
+
+BLEU's tokenisation follows the target language, as sacreBLEU's own ``-l SRC-TGT`` does:
+Korean is segmented into morphemes by MeCab-ko (``ko-mecab``), Japanese by MeCab with IPADIC
+(``ja-mecab``), Chinese into characters (``zh``), every other language by ``13a``. Spaces do
+not delimit Korean morphemes, so 13a BLEU on Korean counts whole eojeol (word + particles)
+and is far lower and noisier. chrF needs no segmentation and is always reported beside it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 from sacrebleu.metrics import BLEU, CHRF
+
+from aiayn.config import BleuTokenize
+from aiayn.errors import AiaynError
+
+# sacreBLEU's tokenizers that aiayn offers (``--tokenize``): those that need no download.
+BLEU_TOKENIZERS: tuple[str, ...] = tuple(t for t in get_args(BleuTokenize) if t)
+
+# ISO 639-3 codes (and FLORES-200's ``kor_Hang``-style codes, by their first part) of the
+# languages whose BLEU tokenizer is not 13a, to the two-letter codes sacreBLEU maps.
+_ISO_639_3 = {"kor": "ko", "jpn": "ja", "zho": "zh", "cmn": "zh", "yue": "zh"}
+
+# The target languages whose BLEU tokenizer is not 13a (sacreBLEU's own choice for
+# ``-l SRC-TGT``; tests/eval checks that the two agree).
+TOKENIZER_BY_LANGUAGE = {"ko": "ko-mecab", "ja": "ja-mecab", "zh": "zh"}
+DEFAULT_TOKENIZER = "13a"
+
+# What a tokenizer needs beyond sacreBLEU itself, as pip installs it.
+_EXTRAS = {"ko-mecab": "sacrebleu[ko]", "ja-mecab": "sacrebleu[ja]"}
+
+
+class ScoringError(AiaynError):
+    """BLEU cannot be computed as asked (an unknown tokenizer, or one not installed)."""
 
 
 @dataclass(frozen=True)
@@ -24,17 +54,64 @@ class Scores:
         )
 
 
+def language_code(lang: str) -> str:
+    """The two-letter code sacreBLEU keys its tokenizers on: ``ko_KR``, ``kor_Hang``,
+    ``KO`` -> ``ko``; codes it does not know pass through lowercased."""
+    base = lang.strip().replace("-", "_").split("_")[0].lower()
+    return _ISO_639_3.get(base, base)
+
+
+def bleu_tokenizer(tgt_lang: str = "", tokenize: str | None = None) -> str:
+    """The sacreBLEU tokenizer BLEU uses: ``tokenize`` when given, else the target
+    language's (``ko-mecab``, ``ja-mecab``, ``zh``), else ``13a``."""
+    if tokenize:
+        if tokenize not in BLEU_TOKENIZERS:
+            raise ScoringError(
+                f"unknown BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}"
+            )
+        return tokenize
+    return TOKENIZER_BY_LANGUAGE.get(language_code(tgt_lang), DEFAULT_TOKENIZER)
+
+
+def make_bleu(tgt_lang: str = "", tokenize: str | None = None) -> BLEU:
+    """sacreBLEU's BLEU with the tokenizer :func:`bleu_tokenizer` chooses.
+
+    Raises:
+        ScoringError: the tokenizer is unknown, or what it needs (MeCab-ko and its
+            dictionary for ``ko-mecab``) is not installed; never a silent fallback to 13a.
+    """
+    name = bleu_tokenizer(tgt_lang, tokenize)
+    try:
+        # force: text the caller declared tokenised ("none") is not second-guessed.
+        return BLEU(tokenize=name, force=name == "none")
+    except (ImportError, RuntimeError) as e:  # sacreBLEU's message when MeCab is missing
+        extra = _EXTRAS.get(name, "sacrebleu")
+        raise ScoringError(
+            f"BLEU with the {name} tokenizer needs packages that are not installed "
+            f"({type(e).__name__}); install them with: python3 -m pip install '{extra}'"
+        ) from None
+
+
 def corpus_scores(
-    hypotheses: Sequence[str], references: Sequence[str], *, tokenized: bool = False
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    *,
+    tgt_lang: str = "",
+    tokenize: str | None = None,
+    tokenized: bool = False,
 ) -> Scores:
-    """Score detokenised, cased text (sacreBLEU's default 13a tokenisation), or, with
-    ``tokenized``, text that is already tokenised and lowercased (``tokenize='none'``, the
-    way the research literature scores Multi30k)."""
+    """BLEU and chrF of detokenised, cased text, BLEU tokenised for ``tgt_lang`` (see the
+    module docstring) unless ``tokenize`` names a sacreBLEU tokenizer.
+
+    ``tokenized`` is ``tokenize="none"``: text that is already tokenised and lowercased, the
+    way the research literature scores Multi30k.
+
+    Raises:
+        ScoringError: see :func:`make_bleu`.
+    """
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    # force: tokenised text is what the caller declared, so sacreBLEU's "looks tokenised"
-    # warning does not apply.
-    bleu = BLEU(tokenize="none", force=True) if tokenized else BLEU()
+    bleu = make_bleu(tgt_lang, "none" if tokenized else tokenize)
     chrf = CHRF()
     return Scores(
         bleu=bleu.corpus_score(list(hypotheses), [list(references)]).score,

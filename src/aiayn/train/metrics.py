@@ -31,7 +31,8 @@ class Metric(str, Enum):
     RSS_MB = "rss_mb"  # the process's resident memory now, MiB
     PEAK_RSS_MB = "peak_rss_mb"  # its peak so far
     EPOCH = "epoch"
-    BLEU = "bleu"  # validation BLEU
+    BLEU = "bleu"  # validation BLEU (tokenised for the target language: RUN/valid_signatures.txt)
+    CHRF = "chrf"  # validation chrF
     BLEU_BEAM = "bleu_beam"  # the beam size BLEU was decoded with (1: greedy)
 
 
