@@ -732,6 +732,31 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         ["data", "multi30k", "--dest", "{t}/m", "--from", "{t}/none"],
         "not found",
     ),
+    (
+        "data: test set language unknown",
+        NONE,
+        ["data", "flores200", "--dest", "{t}/ts", "--langs", "ko,xx"],
+        "unknown language 'xx'",
+    ),
+    ("data: --langs empty", NONE, ["data", "ntrex", "--dest", "{t}/ts", "--langs", ","], "--langs"),
+    (
+        "data: --from and --mirror",
+        NONE,
+        ["data", "tatoeba", "--dest", "{t}/ts", "--from", "{t}", "--mirror", "file:///x"],
+        "not both",
+    ),
+    (
+        "data: test set mirror missing",
+        NONE,
+        ["data", "ntrex", "--dest", "{t}/ts", "--mirror", "file:///no/such/mirror"],
+        "cannot download",
+    ),
+    (
+        "data: test set not in the local copy",
+        NONE,
+        ["data", "flores200", "--dest", "{t}/ts", "--from", "{t}/none"],
+        "not found in the local copy",
+    ),
     # -- translate and evaluate -----------------------------------------------------------
     (
         "translate: input missing",
@@ -774,6 +799,27 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         NONE,
         ["evaluate", "--hyp", "{w}/bad_utf8.txt", "--ref", "{w}/in.txt"],
         "invalid UTF-8",
+    ),
+    (
+        "evaluate: unknown --tokenize",
+        NONE,
+        ["evaluate", "--hyp", "{w}/in.txt", "--ref", "{w}/in.txt", "--tokenize", "mecab"],
+        "invalid choice",
+    ),
+    (
+        "evaluate: --tokenized with --tokenize 13a",
+        NONE,
+        [
+            "evaluate",
+            "--hyp",
+            "{w}/in.txt",
+            "--ref",
+            "{w}/in.txt",
+            "--tokenized",
+            "--tokenize",
+            "13a",
+        ],
+        "--tokenized means --tokenize none",
     ),
     ("evaluate: --model without --text", NONE, ["evaluate", "--model", "{w}/lmrun/best"], "--text"),
     (
@@ -852,6 +898,18 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         recipe_text('[pipeline]\ndataset = "wmt99"\n'),
         ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
         "dataset",
+    ),
+    (
+        "pipeline: unknown BLEU tokenizer",
+        recipe_text('[pipeline]\ntokenize = "mecab"\n'),
+        ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
+        "tokenize",
+    ),
+    (
+        "train: unknown validation BLEU tokenizer",
+        NONE,
+        ["train", "{w}/train.toml", "--set", "run.valid_tokenize=mecab"],
+        "valid_tokenize",
     ),
 ]
 

@@ -10,15 +10,31 @@ from aiayn.cli.common import UsageError, integer, log, number
 
 
 def add_parsers(sub) -> None:
-    data = sub.add_parser("data", help="fetch a named dataset (Multi30k, or WMT14 En-De)")
-    data.add_argument("name", choices=["multi30k", "wmt14"])
+    data = sub.add_parser(
+        "data",
+        help="fetch a named dataset (Multi30k, WMT14 En-De) or open test sets (FLORES-200 "
+        "devtest, NTREX-128, Tatoeba) for English and other languages",
+    )
+    data.add_argument("name", choices=["multi30k", "wmt14", "flores200", "ntrex", "tatoeba"])
     data.add_argument("--dest", required=True, help="directory to put the files in")
     data.add_argument(
         "--from",
         dest="source",
         metavar="DIR",
-        help="copy from this local directory (Multi30k files, WMT14 .tgz archives) instead of "
-        "downloading",
+        help="copy from this local directory (Multi30k files, WMT14 .tgz archives, test sets "
+        "in the layout aiayn writes, e.g. ../shared/data/seedpairs) instead of downloading",
+    )
+    data.add_argument(
+        "--langs",
+        default="ko,pt",
+        help="test sets: the languages paired with English, comma-separated two-letter codes "
+        "(ko, pt, de, fr, es, it, ru, ja, zh; default ko,pt)",
+    )
+    data.add_argument(
+        "--mirror",
+        metavar="URL",
+        help="test sets: download from this copy of the upstream repositories' files "
+        "(https:// or file://) instead of GitHub",
     )
     data.set_defaults(handler=run_data)
     _add_prepare_parser(sub)
@@ -102,8 +118,20 @@ def _add_prepare_parser(sub) -> None:
 
 def run_data(args: argparse.Namespace) -> int:
     from aiayn.data.multi30k import fetch_multi30k
+    from aiayn.data.testsets import REMOTES, fetch_testset
     from aiayn.data.wmt14 import fetch_wmt14
 
+    if args.name in REMOTES:
+        if args.source and args.mirror:
+            raise UsageError("give --from DIR or --mirror URL, not both")
+        langs = [lang.strip() for lang in args.langs.split(",") if lang.strip()]
+        if not langs:
+            raise UsageError("--langs names no language")
+        files = fetch_testset(
+            args.name, args.dest, langs=langs, source=args.source, mirror=args.mirror, log=log
+        )
+        print(f"{args.name}: {len(files)} files present and counted in {args.dest}")
+        return 0
     fetch = {"multi30k": fetch_multi30k, "wmt14": fetch_wmt14}[args.name]
     dest = fetch(args.dest, source=args.source, log=log)
     print(f"{args.name}: all splits present and counted in {dest}")
