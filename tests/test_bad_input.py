@@ -280,6 +280,18 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "at least 1",
     ),
     (
+        "prepare --character-coverage 1.5",
+        NONE,
+        [*PREPARE, "--train", "{w}/bad/counts", "--out", "{t}/d", "--character-coverage", "1.5"],
+        "--character-coverage",
+    ),
+    (
+        "prepare --character-coverage 0",
+        NONE,
+        [*PREPARE, "--train", "{w}/bad/counts", "--out", "{t}/d", "--character-coverage", "0"],
+        "character_coverage must be in (0, 1]",
+    ),
+    (
         "prepare --valid-fraction 1.5",
         NONE,
         ["prepare", "--text", "{w}/text.txt", "--out", "{t}/d", "--valid-fraction", "1.5"],

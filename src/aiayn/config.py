@@ -174,6 +174,10 @@ class PrepareConfig:
     joint_vocab: bool = True  # one vocabulary for both languages, as the paper (§5.1)
     pretokenized: bool = False  # text is already tokenised (Moses): BLEU on tokens
     byte_fallback: bool = False  # unseen characters become bytes instead of <unk>
+    # the share of the training text's characters the vocabulary must spell with pieces of
+    # their own (SentencePiece); the rarest are left to <unk> or bytes. 1.0 suits alphabets,
+    # 0.9995 scripts of thousands of characters (Hangul syllables, Hanja, kanji, hanzi)
+    character_coverage: float = 1.0
     max_len: int = 256  # training pairs with a side longer than this (subwords) are dropped
     max_len_ratio: float = 9.0  # ... or whose length ratio exceeds this
     empty_lines: Literal["drop", "error"] = "drop"
@@ -192,6 +196,8 @@ class PrepareConfig:
         )
         if not self.max_len_ratio >= 1:
             raise ValueError(f"max_len_ratio must be at least 1, got {self.max_len_ratio}")
+        if not 0 < self.character_coverage <= 1:
+            raise ValueError(f"character_coverage must be in (0, 1], got {self.character_coverage}")
         if self.src_lang == self.tgt_lang:
             raise ValueError(f"source and target languages are both {self.src_lang!r}")
 

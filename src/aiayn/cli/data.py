@@ -91,6 +91,14 @@ def _add_prepare_parser(sub) -> None:
         help="the text is already tokenised (e.g. Multi30k tok/)",
     )
     p.add_argument("--byte-fallback", action="store_true")
+    p.add_argument(
+        "--character-coverage",
+        type=number(minimum=0.0, maximum=1.0),
+        default=1.0,
+        help="share of the text's characters given pieces of their own (default 1.0; "
+        "0.9995 for Korean, Japanese or Chinese: their rarest characters become bytes with "
+        "--byte-fallback, else <unk>)",
+    )
     p.add_argument("--max-len", type=integer(minimum=1), default=256)
     p.add_argument("--max-len-ratio", type=number(minimum=1.0), default=9.0)
     p.add_argument("--empty-lines", choices=["drop", "error"], default="drop")
@@ -175,6 +183,7 @@ def _prepare_parallel(args: argparse.Namespace) -> None:
             joint_vocab=not args.separate_vocab,
             pretokenized=args.pretokenized,
             byte_fallback=args.byte_fallback,
+            character_coverage=args.character_coverage,
             max_len=args.max_len,
             max_len_ratio=args.max_len_ratio,
             empty_lines=args.empty_lines,

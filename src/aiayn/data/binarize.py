@@ -110,6 +110,7 @@ def _train_vocabularies(cfg, train_files, tmp: Path, log, *, threads: int) -> di
         vocab_size=cfg.vocab_size,
         model_type=cfg.subword_model,
         byte_fallback=cfg.byte_fallback,
+        character_coverage=cfg.character_coverage,
         max_sentences=cfg.vocab_sample,
         threads=threads,
     )
