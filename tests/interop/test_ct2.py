@@ -39,6 +39,30 @@ def test_ct2_translates_an_exported_model_like_aiayn(trained, tiny_dataset, tmp_
     _same_greedy(trained, tmp_path / "ct2", sources)
 
 
+def test_the_sentencepiece_models_beside_it_turn_text_into_aiayns_text(trained, tmp_path):
+    import sentencepiece as spm
+
+    export_ct2(trained, tmp_path / "ct2")
+    source = spm.SentencePieceProcessor(model_file=str(tmp_path / "ct2" / "source.spm"))
+    target = spm.SentencePieceProcessor(model_file=str(tmp_path / "ct2" / "target.spm"))
+    ours = Translator.from_dir(trained)
+    texts = ["the dog runs .", "a small cat sleeps under the red tree ."]
+    expected = [h[0].text for h in ours.translate(texts, SearchOptions(beam=1))]
+    theirs = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32")
+    results = theirs.translate_batch(source.encode(texts, out_type=str), beam_size=1)
+    assert [target.decode_pieces(r.hypotheses[0]) for r in results] == expected
+    assert any(expected)
+
+
+def test_the_model_card_travels(tmp_path):
+    from .models import model_dir
+
+    directory = model_dir(tmp_path / "m")
+    (directory / "README.md").write_text("# card\n")
+    export_ct2(directory, tmp_path / "ct2")
+    assert (tmp_path / "ct2" / "README.md").read_text() == "# card\n"
+
+
 def test_an_imported_marian_model_exports_too(tmp_path):
     from aiayn.interop.marian import import_marian
 

@@ -3,32 +3,31 @@
 The result is what CTranslate2's own ``Translator`` loads: the same weights (Q, K, V already
 stacked in CTranslate2's layout), the real vocabulary (the tokenizer's pieces, so that
 ``translate_batch`` takes the pieces SentencePiece produces), the model's special tokens, and
-the source EOS added by CTranslate2 itself. Quantisation (``int8``, ...) is CTranslate2's.
-Needs ``pip install ctranslate2``.
+the source EOS added by CTranslate2 itself. The model's SentencePiece models are copied
+beside it (``source.spm``, ``target.spm``), and its model card (``README.md``).
+Quantisation (``int8``, ...) is CTranslate2's. Needs ``pip install ctranslate2``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from aiayn.data.tokenizer_files import load_tokenizers
-from aiayn.errors import AiaynError
+from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.files import check_destination
+from aiayn.interop.destination import ExportError, copy_model_card
 from aiayn.models import Transformer
 from aiayn.store import load_model
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16")
 ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "swish": "SWISH"}
 MAX_POSITIONS = 1024  # position encodings written out (CTranslate2 needs a table)
-
-
-class ExportError(AiaynError):
-    """A model that cannot be exported (a language model, CTranslate2 missing, a bad path)."""
+SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"  # beside the model, as opus-mt names them
 
 
 def export_ct2(
@@ -49,11 +48,23 @@ def export_ct2(
     model, _ = load_model(model_dir)
     if not isinstance(model, Transformer):
         raise ExportError(f"{model_dir}: a language model; CTranslate2 export is for translators")
-    src_tok, tgt_tok, _ = load_tokenizers(model_dir)
+    src_tok, tgt_tok, info = load_tokenizers(model_dir)
     src_vocab = _vocabulary(src_tok, model.src_embed.tokens.weight.size(0), model)
     tgt_vocab = _vocabulary(tgt_tok, model.output.weight.size(0), model)
     convert(model, src_vocab, tgt_vocab, str(out), quantization=quantization)
+    copy_sentencepiece(Path(model_dir), info, out)
+    copy_model_card(Path(model_dir), out)
     return out
+
+
+def copy_sentencepiece(model_dir: Path, info: TokenizerInfo, directory: Path) -> None:
+    """Copy the model's SentencePiece models beside the CTranslate2 model as ``source.spm``
+    and ``target.spm`` (CTranslate2 translates pieces: text goes through them on the way in
+    and out). A character tokenizer has none."""
+    if info.kind == "char":
+        return
+    for side, name in ((info.src_file, SOURCE_SPM), (info.tgt_file, TARGET_SPM)):
+        shutil.copyfile(model_dir / side, directory / name)
 
 
 def _vocabulary(tokenizer, size: int, model: Transformer) -> list[str]:
