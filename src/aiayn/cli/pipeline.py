@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiayn.cli.common import TerminalReporter, log
+
+if TYPE_CHECKING:
+    from aiayn.config import Recipe
+    from aiayn.pipeline import PipelineResult
 
 
 def add_parsers(sub) -> None:
@@ -19,7 +24,8 @@ def add_parsers(sub) -> None:
         "--corpus",
         metavar="DIR",
         help="a local copy of the recipe's named corpus (Multi30k files, WMT14 .tgz archives); "
-        "default: $AIAYN_DATA_DIR/NAME (../shared/data/NAME) if present, else download",
+        "default: $AIAYN_DATA_DIR/NAME (else ../shared/data/NAME, relative to the current "
+        "directory) if present, else download",
     )
     p.add_argument(
         "--set",
@@ -36,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     allocator = tune_allocator()
     from aiayn.config_io import apply_overrides, load_toml, recipe_from_dict
-    from aiayn.pipeline import default_corpus_dir, format_results, run_pipeline
+    from aiayn.pipeline import default_corpus_dir, run_pipeline
 
     work = args.work or str(Path("runs") / Path(args.recipe).stem)
     recipe = recipe_from_dict(apply_overrides(load_toml(args.recipe), args.set), where=args.recipe)
@@ -51,3 +57,48 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_results(result, recipe))
     return 0
+
+
+def format_results(result: PipelineResult, recipe: Recipe) -> str:
+    """The results table and example translations, as Markdown."""
+    p = recipe.pipeline
+    pair = f"{p.src_lang}→{p.tgt_lang}"
+    lines = [
+        f"## {p.dataset} {pair}, beam {p.beam}, α {result.alpha}"
+        + (" (chosen on the validation set)" if result.alpha_scores else ""),
+        "",
+        "| test set | BLEU | chrF | sentences/s |",
+        "|---|---:|---:|---:|",
+    ]
+    for t in result.tests:
+        lines.append(
+            f"| {t.split} | {t.bleu:.2f} | {t.chrf:.2f} | "
+            f"{t.sentences / max(t.seconds, 1e-9):.1f} |"
+        )
+    lines += [
+        "",
+        f"- training: {result.updates:,} updates, {result.train_tokens:,} target tokens in "
+        f"{result.train_seconds / 60:.1f} min ({result.tokens_per_second:,.0f} tokens/s)",
+        f"- whole pipeline: {result.total_seconds / 60:.1f} min wall clock ("
+        + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
+        + ")",
+        f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
+        f"- chrF signature: {result.tests[0].chrf_signature}" if result.tests else "",
+        _alpha_line(result),
+        "",
+        "Examples (test set 1):",
+    ]
+    for ex in result.tests[0].examples if result.tests else []:
+        lines += [
+            f"- src: {ex['source']}",
+            f"  ref: {ex['reference']}",
+            f"  hyp: {ex['translation']}",
+        ]
+    return "\n".join(lines)
+
+
+def _alpha_line(result: PipelineResult) -> str:
+    if not result.alpha_scores:
+        return ""
+    tried = ", ".join(f"α {a}: {bleu:.2f}" for a, bleu in result.alpha_scores.items())
+    return f"- length penalty chosen on the validation set: {tried} -> α {result.alpha}"

@@ -1,0 +1,298 @@
+"""The pipeline's stages, in order: one table entry each.
+
+A stage is a function of the ``Job`` (the recipe, the work directory and what earlier
+stages left there), the artifact it leaves under the work directory, and its done-check:
+a stage whose artifact is complete and current is skipped, so running the pipeline again
+continues where it stopped. A stage that resumes its own work (fetching file by file,
+training from the newest checkpoint) has no done-check of its own and always runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from aiayn.config import PipelineConfig, PrepareConfig, Recipe
+from aiayn.data import prepare
+from aiayn.decode.process import DecoderSpec, TranslatorProcess
+from aiayn.decode.translator import SearchOptions
+from aiayn.eval import corpus_scores
+from aiayn.files import sha256_file
+from aiayn.memory import release_free_memory
+from aiayn.pipeline.corpus import CorpusFiles, corpus_files, read_split
+from aiayn.pipeline.prepared import (
+    changed_text,
+    check_checkpoints_allow,
+    manifest_options,
+    prepared_manifest,
+)
+from aiayn.store.model_dir import is_model_directory, save_model
+from aiayn.train import Trainer, TrainerState, list_checkpoints
+from aiayn.train.checkpoint import CHECKSUMS_FILE, average_checkpoints, model_assets
+from aiayn.train.metrics import Reporter
+from aiayn.validation import validators_for
+
+
+@dataclass
+class TestResult:
+    split: str
+    bleu: float
+    chrf: float
+    bleu_signature: str
+    chrf_signature: str
+    sentences: int
+    seconds: float
+    examples: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Job:
+    """What the stages share: the recipe and where it runs (fixed), then what each stage
+    leaves for the later ones (filled in as they run)."""
+
+    recipe: Recipe
+    work: Path
+    corpus_from: str | Path | None
+    recipe_dir: Path
+    reporter: Reporter
+    resources: contextlib.ExitStack  # closed when the pipeline ends (the decoding process)
+    corpus: CorpusFiles | None = None  # "corpus"
+    trained: TrainerState | None = None  # "train"
+    translator: TranslatorProcess | None = None  # "load model"
+    alpha: float = 0.0  # "tune length penalty" (else the recipe's)
+    alpha_scores: dict[float, float] = field(default_factory=dict)
+    tests: list[TestResult] = field(default_factory=list)  # "translate and score"
+
+    @property
+    def p(self) -> PipelineConfig:
+        return self.recipe.pipeline
+
+    def log(self, message: str) -> None:
+        self.reporter.log(message)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.work / "data"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.work / "run"
+
+    @property
+    def model_dir(self) -> Path:
+        return self.work / "model"
+
+    def need(self, name: str):
+        """The value an earlier stage left in field ``name``.
+
+        Raises:
+            RuntimeError: no stage before this one set it (the table's order is wrong).
+        """
+        value = getattr(self, name)
+        if value is None:
+            raise RuntimeError(f"the pipeline has no {name} yet: a stage runs too early")
+        return value
+
+
+def _never(job: Job) -> bool:
+    return False
+
+
+def _always(job: Job) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline.
+
+    Attributes:
+        name: as logged (``== name``) and timed (``PipelineResult.stage_seconds``).
+        artifact: what it leaves, relative to the work directory ("" for nothing on disk).
+        run: does the work, and sets the ``Job`` fields later stages read.
+        done: True when the artifact is complete and current: ``run`` is skipped.
+        when: False when the recipe does not ask for this stage.
+    """
+
+    name: str
+    artifact: str
+    run: Callable[[Job], None]
+    done: Callable[[Job], bool] = _never
+    when: Callable[[Job], bool] = _always
+
+
+def fetch_corpus(job: Job) -> None:
+    """Fetches a named corpus file by file (a file already there is kept)."""
+    job.corpus = corpus_files(
+        job.p, job.work, corpus_from=job.corpus_from, recipe_dir=job.recipe_dir, log=job.log
+    )
+
+
+def prepare_config(job: Job) -> PrepareConfig:
+    corpus: CorpusFiles = job.need("corpus")
+    return PrepareConfig(
+        src_lang=job.p.src_lang,
+        tgt_lang=job.p.tgt_lang,
+        train=corpus.train,
+        valid=corpus.valid,
+        pretokenized=corpus.pretokenized,
+        **job.recipe.prepare,
+    )
+
+
+def prepared(job: Job) -> bool:
+    """The dataset was prepared with the recipe's options, from the same text."""
+    cfg = prepare_config(job)
+    manifest = prepared_manifest(job.data_dir)
+    return manifest.get("options") == manifest_options(cfg) and changed_text(manifest, cfg) is None
+
+
+def prepare_data(job: Job) -> None:
+    cfg = prepare_config(job)
+    manifest = prepared_manifest(job.data_dir)
+    changed = changed_text(manifest, cfg)
+    check_checkpoints_allow(manifest.get("options"), manifest_options(cfg), changed, job.run_dir)
+    if changed is not None:
+        job.log(f"{changed} changed since {job.data_dir} was prepared: preparing it again")
+    workers = min(4, os.cpu_count() or 1)
+    prepare(cfg, job.data_dir, overwrite=True, workers=workers, log=job.log)
+
+
+def train(job: Job) -> None:
+    """Trains, or resumes from the newest checkpoint (a finished run returns at once); the
+    trainer, its model and its data are let go on return."""
+    recipe, run = job.recipe, job.recipe.train.run
+    cfg = dataclasses.replace(
+        recipe.train,
+        data=dataclasses.replace(recipe.train.data, dir=str(job.data_dir)),
+        run=dataclasses.replace(
+            run, dir=str(job.run_dir), valid_tokenize=run.valid_tokenize or job.p.tokenize
+        ),
+    )
+    trainer = Trainer(cfg, resume=True, reporter=job.reporter, validators=validators_for(cfg))
+    job.trained = trainer.train()
+    del trainer
+    release_free_memory()  # the trainer's heap: this process only waits from now on
+
+
+AVERAGED = "averaged.json"  # which checkpoints (and their checksums) the model averages
+
+
+def _averaged_stamp(job: Job) -> dict[str, str]:
+    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    return {c.name: sha256_file(c / CHECKSUMS_FILE) for c in checkpoints}
+
+
+def averaged(job: Job) -> bool:
+    """The model directory holds the average of the run's current last checkpoints."""
+    stamp = job.work / AVERAGED
+    return (
+        is_model_directory(job.model_dir)
+        and stamp.is_file()
+        and json.loads(stamp.read_text()) == _averaged_stamp(job)
+    )
+
+
+def average(job: Job) -> None:
+    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    model, cfg = average_checkpoints(checkpoints)
+    save_model(model, cfg, job.model_dir, assets=model_assets(checkpoints[-1]))
+    stamp = job.work / AVERAGED
+    stamp.with_suffix(".tmp").write_text(json.dumps(_averaged_stamp(job), indent=2))
+    stamp.with_suffix(".tmp").replace(stamp)
+    job.log(
+        f"averaged {len(checkpoints)} checkpoints "
+        f"({checkpoints[0].name} .. {checkpoints[-1].name}) -> {job.model_dir}"
+    )
+
+
+def load_model(job: Job) -> None:
+    """Starts the decoding process: the model in a process of its own, not in the trained
+    heap (``decode.process``)."""
+    spec = DecoderSpec(str(job.model_dir), threads=torch.get_num_threads())
+    job.translator = job.resources.enter_context(TranslatorProcess(spec))
+
+
+def search_options(p: PipelineConfig, alpha: float) -> SearchOptions:
+    return SearchOptions(
+        beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b, batch_tokens=p.batch_tokens
+    )
+
+
+def tune_alpha(job: Job) -> None:
+    """The length-penalty exponent with the best validation BLEU among ``tune_alpha`` (the
+    first one on ties), and every exponent's score."""
+    p, corpus, translator = job.p, job.need("corpus"), job.need("translator")
+    sources, references = read_split(corpus.valid, p)
+    scores = {}
+    for alpha in p.tune_alpha:
+        options = search_options(p, alpha)
+        hyps = [h[0].text for h in translator.translate(sources, options, warn=job.log)]
+        scores[alpha] = _scores(hyps, references, corpus, p).bleu
+        job.log(f"valid: α {alpha}: BLEU {scores[alpha]:.2f}")
+    job.alpha = max(p.tune_alpha, key=lambda a: scores[a])
+    job.alpha_scores = scores
+    job.log(f"length penalty: α {job.alpha} (best validation BLEU)")
+
+
+def translate_and_score(job: Job) -> None:
+    """Translates each test split into ``results/SPLIT.LANG.hyp`` and scores it."""
+    corpus: CorpusFiles = job.need("corpus")
+    job.tests = [translate_split(job, split, prefix) for split, prefix in corpus.tests.items()]
+
+
+def translate_split(job: Job, split: str, prefix: str) -> TestResult:
+    p, corpus, translator = job.p, job.need("corpus"), job.need("translator")
+    sources, references = read_split(prefix, p)
+    begin = time.perf_counter()
+    options = search_options(p, job.alpha)
+    hyps = [h[0].text for h in translator.translate(sources, options, warn=job.log)]
+    seconds = time.perf_counter() - begin
+    results = job.work / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{split}.{p.tgt_lang}.hyp").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    scores = _scores(hyps, references, corpus, p)
+    job.log(
+        f"{split}: BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} "
+        f"({len(sources) / seconds:.1f} sentences/s)"
+    )
+    examples = [
+        {"source": sources[i], "reference": references[i], "translation": hyps[i]}
+        for i in range(min(p.examples, len(sources)))
+    ]
+    return TestResult(
+        split,
+        scores.bleu,
+        scores.chrf,
+        scores.bleu_signature,
+        scores.chrf_signature,
+        len(sources),
+        seconds,
+        examples,
+    )
+
+
+def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: PipelineConfig):
+    """BLEU (tokenised for the target language, or as the recipe's ``tokenize`` says;
+    ``none`` for pre-tokenised text) and chrF."""
+    tokenize = "none" if corpus.pretokenized else p.tokenize or None
+    return corpus_scores(hyps, references, tgt_lang=p.tgt_lang, tokenize=tokenize)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("corpus", "multi30k/ or wmt14/ (named corpora)", fetch_corpus),
+    Stage("prepare", "data/", prepare_data, done=prepared),
+    Stage("train", "run/", train),
+    Stage("average", "model/", average, done=averaged),
+    Stage("load model", "", load_model),
+    Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
+    Stage("translate and score", "results/", translate_and_score),
+)
