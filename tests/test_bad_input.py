@@ -873,6 +873,13 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("serve: --api-keys empty", no_keys, [*SERVE, "--api-keys", "{t}/keys"], "no API key"),
     ("serve: --max-wait-ms -1", NONE, [*SERVE, "--max-wait-ms", "-1"], "--max-wait-ms"),
     ("serve: --queue-size 0", NONE, [*SERVE, "--queue-size", "0"], "--queue-size"),
+    ("serve: two models, one pair", NONE, [*SERVE, "--model", "{w}/run/best"], "a second model"),
+    (
+        "serve: translation and language models",
+        NONE,
+        [*SERVE, "--model", "{w}/lmrun/best"],
+        "or one language model, not both",
+    ),
     # -- pipeline -----------------------------------------------------------------------------
     ("pipeline: recipe missing", NONE, ["pipeline", "{t}/none.toml"], "no such config"),
     (

@@ -112,3 +112,81 @@ def test_lazy_package_names_resolve_like_imports():
         assert all(getattr(package, name) is not None for name in package.__all__)
     with pytest.raises(AttributeError, match="no attribute 'Trainerr'"):
         aiayn.train.Trainerr  # noqa: B018
+
+
+def _module_name(path: Path) -> str:
+    parts = ("aiayn", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1]) if parts[-1] == "__init__" else ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in SOURCES}
+
+
+def _package_of(path: Path) -> str:
+    return ".".join(("aiayn", *path.relative_to(PACKAGE).parent.parts))
+
+
+def _aiayn_imports(path: Path) -> set[str]:
+    """Every aiayn module ``path`` imports, at any depth of its code (function-level
+    imports too): ``from aiayn.x import y`` is ``aiayn.x.y`` when that is a module."""
+    own = _module_name(path)
+    package = own if path.name == "__init__.py" else own.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "aiayn"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != "aiayn":
+                continue
+            for alias in node.names:
+                found.add(
+                    f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES else module
+                )
+    return {m for m in found if m in MODULES} - {own}
+
+
+def _cycles_inside_packages() -> list[list[str]]:
+    """Import cycles among the modules of one package (one directory of src/aiayn)."""
+    graph = {
+        name: {m for m in _aiayn_imports(path) if _package_of(MODULES[m]) == _package_of(path)}
+        for name, path in MODULES.items()
+    }
+    cycles, done = [], set()
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            cycles.append([*trail[trail.index(name) :], name])
+            return
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    return cycles
+
+
+def test_no_import_cycle_inside_a_package():
+    assert _cycles_inside_packages() == []
+
+
+def test_the_cycle_check_sees_a_function_level_import(tmp_path, monkeypatch):
+    """A function-level import back into a module that imports it is a cycle."""
+    a, b = PACKAGE / "serve" / "app.py", PACKAGE / "serve" / "common.py"
+    hidden = "\n\ndef f():\n    from aiayn.serve.app import create_app\n"
+    real_read = Path.read_text
+
+    def read(path: Path, *args, **kwargs) -> str:
+        text = real_read(path, *args, **kwargs)
+        return text + hidden if path == b else text
+
+    monkeypatch.setattr(Path, "read_text", read)
+    assert "aiayn.serve.common" in _aiayn_imports(a)
+    assert ["aiayn.serve.app", "aiayn.serve.common", "aiayn.serve.app"] in _cycles_inside_packages()

@@ -16,9 +16,18 @@ def test_same_translations_and_warnings_as_in_process(trained_model_dir):
         found = translator.translate(lines, options, warn=there.append)
         with pytest.raises(TranslationError, match="more than --max-src-len"):
             translator.translate(lines, SearchOptions(max_src_len=4, on_long="error"))
+        # other work on the process's model: a module-level function of (translator, *args)
+        assert translator.call(getattr, "pretokenized") == expected_pretokenized(trained_model_dir)
+        with pytest.raises(RuntimeError, match="AttributeError"):
+            translator.call(getattr, "no_such_attribute")
+        assert translator.translate(lines, options) == expected  # still serving
     assert found == expected
     assert there == here
     assert [w.split(":")[0] for w in here] == ["line 1", "line 3"]
+
+
+def expected_pretokenized(model_dir) -> bool:
+    return Translator.from_dir(model_dir).pretokenized
 
 
 def test_an_error_in_the_with_block_ends_the_process_at_once(trained_model_dir):

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import concurrent.futures
+import gc
+import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -156,7 +159,10 @@ def test_sigterm_finishes_every_accepted_request(en_de):
 
     with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
         futures = [pool.submit(one, q) for q in requests]
-        time.sleep(0.3)  # accepted: decoding or queued
+        deadline = time.monotonic() + 30
+        while httpx.get(s.url + "/health").json()["accepted"] < len(requests):
+            assert time.monotonic() < deadline, "the requests were not accepted"
+            time.sleep(0.02)  # until every request is decoding or queued
         assert not all(f.done() for f in futures)
         s.proc.send_signal(signal.SIGTERM)
         responses = [f.result() for f in futures]
@@ -280,14 +286,70 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
     from fastapi.testclient import TestClient
 
     from aiayn.runtime import resolve_precision
-    from aiayn.serve.app import ServeSettings, create_app
+    from aiayn.serve.app import create_app
+    from aiayn.serve.common import ServeSettings
 
     resolved = resolve_precision("auto", torch.device("cpu"))
-    settings = ServeSettings(model=str(en_de), precision="auto", workers=1)
+    settings = ServeSettings(models=(str(en_de),), precision="auto", workers=1)
+    models = _transformers()
     with TestClient(create_app(settings)) as client:
         answer = client.post("/translate", json={"q": SENTENCES, "target": "de"})
+        params = {"q": "the dog runs", "translation": "runs dog the"}
+        assert client.get("/attention.png", params=params).content.startswith(b"\x89PNG")
+        # the models live in the decoding processes only, the picture's included
+        assert _transformers() == models
     assert answer.status_code == 200, answer.text
     expected = expected_translations(en_de, SENTENCES, precision=resolved)
     assert answer.json()["translatedText"] == expected
     with pytest.raises(AiaynError, match=r"^precision must be fp32, bf16 or auto, got 'fp16'$"):
-        create_app(ServeSettings(model=str(en_de), precision="fp16"))
+        create_app(ServeSettings(models=(str(en_de),), precision="fp16"))
+
+
+def _transformers() -> int:
+    """Translation models alive in this process."""
+    from aiayn.models import Transformer
+
+    gc.collect()
+    return sum(type(o) is Transformer for o in gc.get_objects())
+
+
+def test_several_models_each_under_its_language_pair(en_de, tmp_path):
+    """Two models in one server: ``/languages`` lists both pairs, each request is decoded
+    by the model of its pair; a second model for a pair is refused."""
+    from fastapi.testclient import TestClient
+    from safetensors.torch import load_file, save_file
+
+    from aiayn.serve.app import create_app
+    from aiayn.serve.common import ServeSettings
+
+    en_fr = tmp_path / "en-fr"
+    shutil.copytree(en_de, en_fr)
+    info = json.loads((en_fr / "tokenizer.json").read_text())
+    (en_fr / "tokenizer.json").write_text(json.dumps({**info, "tgt_lang": "fr"}))
+    weights = load_file(en_fr / "model.safetensors")
+    noise = torch.Generator().manual_seed(0)
+    weights = {k: v + 0.3 * torch.randn(v.shape, generator=noise) for k, v in weights.items()}
+    save_file(weights, en_fr / "model.safetensors")
+    expected = {
+        lang: expected_translations(m, SENTENCES) for lang, m in (("de", en_de), ("fr", en_fr))
+    }
+    assert expected["de"] != expected["fr"]  # the test can tell the models apart
+
+    settings = ServeSettings(models=(str(en_de), str(en_fr)), workers=1)
+    with TestClient(create_app(settings)) as client:
+        languages = {lang["code"]: lang["targets"] for lang in client.get("/languages").json()}
+        assert languages == {"en": ["de", "fr"], "de": [], "fr": []}
+        for target in ("fr", "de"):
+            body = {"q": SENTENCES, "source": "en", "target": target}
+            assert client.post("/translate", json=body).json()["translatedText"] == expected[target]
+        unknown = client.post("/translate", json={"q": "dog", "source": "en", "target": "es"})
+        assert unknown.status_code == 400
+        assert (
+            unknown.json()["error"]
+            == "es is not supported (from en this server translates to de, fr)"
+        )
+
+    twin = tmp_path / "twin"
+    shutil.copytree(en_de, twin)
+    with pytest.raises(AiaynError, match=r"^.*twin: a second model for en-de \(already .*en-de\)$"):
+        create_app(ServeSettings(models=(str(en_de), str(twin))))

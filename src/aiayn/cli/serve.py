@@ -23,7 +23,12 @@ def add_parsers(sub) -> None:
         "serve",
         help="serve a model over HTTP (LibreTranslate API, OpenAI completions, a web page)",
     )
-    s.add_argument("--model", required=True, help="model directory")
+    s.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model directory; repeat it for several translation models (one per language pair)",
+    )
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=integer(minimum=0, maximum=65535), default=5000)
     add_search_options(s)
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
     from aiayn.memory import limit_kernel_cache, tune_allocator
     from aiayn.runtime import select_device
-    from aiayn.serve.app import ServeSettings, create_app, read_api_keys
+    from aiayn.serve.app import create_app
+    from aiayn.serve.common import ServeSettings, read_api_keys
 
     tune_allocator()
     limit_kernel_cache()  # this process and its decoding processes only decode
@@ -92,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     threads = args.threads or 1
     torch.set_num_threads(threads)
     settings = ServeSettings(
-        model=args.model,
+        models=tuple(args.model),
         device=str(device),
         workers=workers,
         threads=threads,
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     _check_address(args.host, args.port)
     app = create_app(settings, on_stop=lambda summary: log(f"stopped: {summary}"))
     log(
-        f"serving {args.model} on http://{args.host}:{args.port}/ ({device}, {workers} "
+        f"serving {', '.join(args.model)} on http://{args.host}:{args.port}/ ({device}, {workers} "
         f"worker(s) of {threads} thread(s))"
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

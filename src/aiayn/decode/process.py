@@ -4,9 +4,9 @@ Two callers, two reasons. ``aiayn serve``: a server's decoding threads and its e
 share one interpreter lock, and beam search over a small batch is mostly Python between
 small operators. On two cores with 32 clients, two decoding threads beside the event loop
 kept the server at 1.4 cores and ~100 sentences/s; decoding processes leave the lock to the
-event loop (153 sentences/s with ``aiayn.serve.engine``'s batching). The server's own
-process keeps a copy of the model for the attention picture, so a model is loaded once more
-than there are workers.
+event loop (153 sentences/s with ``aiayn.serve.engine``'s batching). Whatever else needs
+the model (the server's attention picture) runs in a decoding process too (``call``), so
+the server loads each model once per worker and never in its own process.
 ``aiayn pipeline``: decoding in the training process carves its tensors from the trained
 heap's scattered free chunks, so its memory depends on how training left that heap: from
 634 to 1,637 MiB in a whole main job. A fresh process decodes in a heap of its own, the same
@@ -31,10 +31,13 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Any, TypeVar
 
 from aiayn.accel import DEFAULT_PROFILE
-from aiayn.decode.translator import SearchOptions, Translation, TranslationError
+from aiayn.decode.translator import SearchOptions, Translation, TranslationError, Translator
 from aiayn.errors import AiaynError
+
+R = TypeVar("R")
 
 
 class DecoderCrashed(AiaynError):
@@ -93,8 +96,23 @@ class TranslatorProcess:
         TranslationError: input the options cannot translate (as the Translator would).
         DecoderCrashed: the process died; a new one is started for the next batch.
         """
+        found, warnings = self._ask(("translate", list(texts), options, target_token))
+        for message in warnings:
+            warn(message)
+        return found
+
+    def call(self, task: Callable[..., R], *args: Any) -> R:
+        """``task(translator, *args)`` computed in the process, on its model. ``task`` is a
+        module-level function (sent by name) and its arguments and result are picklable.
+
+        Raises:
+            TranslationError: ``task`` raised it. DecoderCrashed: as ``translate``.
+        """
+        return self._ask(("call", task, args))
+
+    def _ask(self, request: tuple) -> Any:
         try:
-            self._conn.send((list(texts), options, target_token))
+            self._conn.send(request)
             kind, payload = self._conn.recv()
         except (EOFError, OSError):
             self._restart()
@@ -103,10 +121,7 @@ class TranslatorProcess:
             raise TranslationError(payload)
         if kind == "error":
             raise RuntimeError(payload)
-        found, warnings = payload
-        for message in warnings:
-            warn(message)
-        return found
+        return payload
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -143,7 +158,6 @@ def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import torch
 
-    from aiayn.decode.translator import Translator
     from aiayn.memory import limit_kernel_cache, tune_allocator
 
     tune_allocator()
@@ -162,15 +176,22 @@ def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
             return
         if request is None:
             return
-        texts, options, target_token = request
-        warnings: list[str] = []
         try:
-            found = translator.translate(
-                texts, options, warn=warnings.append, target_token=target_token
-            )
+            answer = _answer(translator, request)
         except TranslationError as e:
             conn.send(("invalid", str(e)))
         except Exception as e:
             conn.send(("error", f"{type(e).__name__}: {e}"))
         else:
-            conn.send(("ok", (found, warnings)))
+            conn.send(("ok", answer))
+
+
+def _answer(translator: Translator, request: tuple) -> Any:
+    """A ``translate`` request's (translations, warnings), or a ``call``'s result."""
+    if request[0] == "call":
+        _, task, args = request
+        return task(translator, *args)
+    _, texts, options, target_token = request
+    warnings: list[str] = []
+    found = translator.translate(texts, options, warn=warnings.append, target_token=target_token)
+    return found, warnings

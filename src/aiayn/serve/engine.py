@@ -1,6 +1,7 @@
 """What decodes for the server: decoders (translation models in their own processes,
-``aiayn.serve.worker``), each fed by a worker thread from one bounded queue, so the event loop
-never waits on a model.
+``aiayn.decode.process``), each fed by a worker thread from one bounded queue, so the event
+loop never waits on a model. Other work on a translation model (the page's attention picture)
+goes through the same queue to a decoder, which computes it where the model already is.
 
 Translation requests that arrive close together are decoded together: a free worker takes
 the first waiting request and every queued request with the same search options, up to
@@ -31,7 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -39,6 +40,7 @@ from aiayn.decode import generate
 from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
 
+R = TypeVar("R")
 STOP_CHECK_SECONDS = 0.2  # how often an idle worker looks whether the server is stopping
 
 
@@ -59,6 +61,7 @@ class _Job:
     future: asyncio.Future
     cancelled: bool = False
     tokens: int = 0  # source tokens, known once encoded
+    task: tuple[Callable[..., Any], tuple] | None = None  # a call on the model, not a translation
 
     def finish(self, result=None, error: BaseException | None = None) -> None:
         def settle() -> None:
@@ -76,6 +79,7 @@ class _Job:
 class BatchStats:
     """What the worker has decoded: for tests and the health endpoint."""
 
+    accepted: int = 0  # requests queued (translations and calls)
     batches: int = 0
     requests: int = 0
     sentences: int = 0
@@ -84,12 +88,16 @@ class BatchStats:
 
 
 class Decoder(Protocol):
-    """What decodes a batch: a ``Translator``, or one in its own process
-    (``aiayn.decode.process.TranslatorProcess``)."""
+    """What decodes a batch and runs other work on its model: a Translator in its own
+    process (``aiayn.decode.process.TranslatorProcess``)."""
 
     def translate(
         self, texts: list[str], options: SearchOptions, *, target_token: str | None = None
     ) -> list[list[Translation]]: ...
+
+    def call(self, task: Callable[..., R], *args: Any) -> R: ...
+
+    def close(self) -> None: ...
 
 
 class TranslationEngine:
@@ -136,14 +144,30 @@ class TranslationEngine:
             TimeoutError: not done within ``timeout`` seconds (the job is dropped if it
                 has not started).
         """
-        if not self._accepting:
-            raise ShuttingDown("the server is shutting down")
         loop = asyncio.get_running_loop()
         job = _Job(list(texts), options, target_token, loop, loop.create_future())
+        return await self._submit(job, timeout)
+
+    async def call(self, task: Callable[..., R], *args: Any, timeout: float | None = None) -> R:
+        """``task(translator, *args)`` computed by a worker's decoder, on its model
+        (``TranslatorProcess.call``); queued as a translation is, and never batched.
+
+        Raises:
+            as ``translate``.
+        """
+        loop = asyncio.get_running_loop()
+        job = _Job([], SearchOptions(), None, loop, loop.create_future(), task=(task, args))
+        return await self._submit(job, timeout)
+
+    async def _submit(self, job: _Job, timeout: float | None):
+        if not self._accepting:
+            raise ShuttingDown("the server is shutting down")
         try:
             self._queue.put_nowait(job)
         except queue.Full:
             raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
+        with self._counting:
+            self.stats.accepted += 1
         try:
             return await asyncio.wait_for(asyncio.shield(job.future), timeout)
         except TimeoutError:
@@ -162,8 +186,7 @@ class TranslationEngine:
             except queue.Empty:
                 break
         for decoder in self.decoders:
-            if hasattr(decoder, "close"):
-                decoder.close()
+            decoder.close()
 
     def _run(self, decoder: Decoder) -> None:
         answered = 0
@@ -202,6 +225,8 @@ class TranslationEngine:
         so never wait, and clients under load keep their batch together."""
         self._estimate_tokens(first)
         batch, tokens = [first], first.tokens
+        if first.task is not None:
+            return batch
         while tokens < self.batch_tokens:
             wait = deadline - time.monotonic() if len(batch) < expect else 0.0
             try:
@@ -209,7 +234,11 @@ class TranslationEngine:
             except queue.Empty:
                 break
             self._estimate_tokens(job)
-            if job.options != first.options or job.target_token != first.target_token:
+            if (
+                job.task is not None
+                or job.options != first.options
+                or job.target_token != first.target_token
+            ):
                 self._aside.append(job)
                 continue
             batch.append(job)
@@ -224,6 +253,13 @@ class TranslationEngine:
     def _decode(self, decoder: Decoder, batch: list[_Job]) -> None:
         jobs = [job for job in batch if not job.cancelled]
         if not jobs:
+            return
+        if jobs[0].task is not None:
+            task, args = jobs[0].task
+            try:
+                jobs[0].finish(decoder.call(task, *args))
+            except Exception as e:
+                jobs[0].finish(error=e)
             return
         texts = [text for job in jobs for text in job.texts]
         try:

@@ -1,26 +1,30 @@
-"""LibreTranslate's HTTP API for a translation model, written from its public documentation:
+"""LibreTranslate's HTTP API for translation models, written from its public documentation:
 ``POST /translate`` (``q`` a string or a list, ``source`` or ``auto``, ``target``, ``format``
-``text`` or ``html``, ``alternatives``), ``GET /languages``, ``POST /detect``, ``GET /health``;
-errors as ``{"error": ...}`` with 400, 403, 429, 500 (and 503 while stopping or on time-out).
+``text`` or ``html``, ``alternatives``), ``GET /languages``, ``POST /detect``; errors as
+``{"error": ...}`` with 400, 403, 429, 500 (and 503 while stopping or on time-out). Several
+models, each under its language pair: a request goes to the model of its source and target.
 Also the web page at ``/`` and the attention heatmap it shows.
 """
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
-import threading
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from aiayn.data.tokenizer import Tokenizer
+from aiayn.data.tokenizer_files import load_tokenizers
 from aiayn.decode.process import DecoderCrashed, DecoderSpec, TranslatorProcess
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
-from aiayn.serve.app import ApiError, ServeSettings, check_key, request_values
+from aiayn.decode.translator import SearchOptions, Translation, TranslationError
+from aiayn.errors import AiaynError
+from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
 from aiayn.serve.page import PAGE
+from aiayn.serve.picture import attention_png
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
@@ -34,66 +38,138 @@ TAG = re.compile(r"(<!--.*?-->|<[^>]*>)", re.DOTALL)
 RAW_TEXT = re.compile(r"<(script|style)\b", re.IGNORECASE)
 
 
-class Service:
-    """The translation model, its languages and the engine that decodes for it."""
+@dataclass(eq=False)
+class Pair:
+    """One served model: its language pair and the engine that decodes for it."""
+
+    model: str
+    source: str  # ISO code, or "auto" / "target" when the model directory names none
+    target: str
+    tokenizer: Tokenizer  # the source side's: a multilingual model's target tokens
+    engine: TranslationEngine
+
+
+class LibreTranslate:
+    """The translation models, their languages and the engines that decode for them
+    (``settings.workers`` decoding processes per model)."""
 
     def __init__(self, settings: ServeSettings):
         self.settings = settings
-        spec = DecoderSpec(settings.model, settings.device, settings.profile, settings.threads)
-        decoders = [TranslatorProcess(spec) for _ in range(settings.workers)]
-        try:
-            for decoder in decoders:
+        found = _languages(settings.models)
+        spec = [
+            DecoderSpec(model, settings.device, settings.profile, settings.threads)
+            for model in settings.models
+        ]
+        started: list[TranslatorProcess] = []
+        try:  # every process starts, then all load side by side
+            decoders = [[TranslatorProcess(s) for _ in range(settings.workers)] for s in spec]
+            started = [d for group in decoders for d in group]
+            for decoder in started:
                 decoder.wait_ready()
-            self.translator = Translator.from_dir(  # tokens and the attention picture
-                settings.model, device=settings.device, profile=settings.profile
-            )
         except BaseException:
-            for decoder in decoders:
+            for decoder in started:
                 decoder.close()
             raise
-        self.source = self.translator.src_lang or "auto"
-        self.target = self.translator.tgt_lang or "target"
-        self.engine = TranslationEngine(
-            decoders,
-            batch_tokens=settings.batch_tokens,
-            max_wait_ms=settings.max_wait_ms,
-            queue_size=settings.queue_size,
-        )
-        self._plot_lock = threading.Lock()  # pyplot draws one figure at a time
+        self.pairs: dict[tuple[str, str], Pair] = {}
+        for (model, source, target, tokenizer), group in zip(found, decoders, strict=True):
+            engine = TranslationEngine(
+                group,
+                batch_tokens=settings.batch_tokens,
+                max_wait_ms=settings.max_wait_ms,
+                queue_size=settings.queue_size,
+            )
+            self.pairs[source, target] = Pair(model, source, target, tokenizer, engine)
+        self.first = next(iter(self.pairs.values()))  # the page's pair
+
+    def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
+        return {"error": message}
+
+    def health(self) -> dict[str, Any]:
+        stats = [pair.engine.stats for pair in self.pairs.values()]
+        return {
+            "accepted": sum(s.accepted for s in stats),
+            "batches": sum(s.batches for s in stats),
+            "requests": sum(s.requests for s in stats),
+        }
 
     def close(self) -> None:
-        self.engine.close()
+        for pair in self.pairs.values():
+            pair.engine.close()
 
     def summary(self) -> str:
-        stats = self.engine.stats
+        stats = [pair.engine.stats for pair in self.pairs.values()]
         return (
-            f"answered {stats.requests:,} translation requests "
-            f"({stats.sentences:,} sentences in {stats.batches:,} batches)"
+            f"answered {sum(s.requests for s in stats):,} translation requests "
+            f"({sum(s.sentences for s in stats):,} sentences in "
+            f"{sum(s.batches for s in stats):,} batches)"
         )
 
     def languages(self) -> list[dict[str, Any]]:
-        def entry(code: str, targets: list[str]) -> dict[str, Any]:
-            return {"code": code, "name": LANGUAGE_NAMES.get(code, code), "targets": targets}
+        """Every language served, each with the targets it translates to."""
+        targets: dict[str, list[str]] = {}
+        for source, target in self.pairs:
+            targets.setdefault(source, []).append(target)
+            targets.setdefault(target, [])
+        return [
+            {"code": code, "name": LANGUAGE_NAMES.get(code, code), "targets": found}
+            for code, found in targets.items()
+        ]
 
-        return [entry(self.source, [self.target]), entry(self.target, [])]
+    def route(self, source: str, target: str) -> tuple[Pair, str | None]:
+        """The model for ``source`` -> ``target``, and the target token to give it (a
+        multilingual model's ``>>fra<<`` for ``fra`` or ``>>fra<<``; None for its own target).
 
-    def target_token(self, target: str) -> str | None:
-        """None for the model's target language; for a multilingual model, the token of
-        another target (``fra`` or ``>>fra<<`` -> ``>>fra<<``)."""
-        if target == self.target:
-            return None
-        token = target if target.startswith(">>") else f">>{target}<<"
-        if self.translator.src_tokenizer.piece_id(token) is None:
+        Raises:
+            ApiError: 400 when no served model translates this pair.
+        """
+        if source == "auto":
+            sources = {s for s, t in self.pairs if t == target} or {s for s, _ in self.pairs}
+            if len(sources) > 1:
+                raise ApiError(
+                    400, f"give the source language: {target} is served from {_listed(sources)}"
+                )
+            source = next(iter(sources))
+        pair = self.pairs.get((source, target))
+        if pair is not None:
+            return pair, None
+        from_source = [p for p in self.pairs.values() if p.source == source]
+        if not from_source:
+            served = {s for s, _ in self.pairs}
             raise ApiError(
-                400, f"{target} is not supported (this model translates to {self.target})"
+                400, f"{source} is not supported (this server translates from {_listed(served)})"
             )
-        return token
+        token = target if target.startswith(">>") else f">>{target}<<"
+        for pair in from_source:
+            if pair.tokenizer.piece_id(token) is not None:
+                return pair, token
+        targets = {p.target for p in from_source}
+        raise ApiError(
+            400,
+            f"{target} is not supported "
+            f"(from {source} this server translates to {_listed(targets)})",
+        )
 
-    async def translate(self, texts: list[str], options: SearchOptions, token: str | None):
-        try:
-            return await self.engine.translate(
+    async def translate(
+        self, pair: Pair, texts: list[str], options: SearchOptions, token: str | None
+    ) -> list[list[Translation]]:
+        """Every translation this API answers, decoded by ``pair``'s engine."""
+        return await self._engine_call(
+            pair,
+            pair.engine.translate(
                 texts, options, target_token=token, timeout=self.settings.timeout
-            )
+            ),
+        )
+
+    async def attention_png(self, pair: Pair, source: str, translation: str) -> bytes:
+        """The page's attention picture, drawn by a decoding process of ``pair``'s model."""
+        return await self._engine_call(
+            pair,
+            pair.engine.call(attention_png, source, translation, timeout=self.settings.timeout),
+        )
+
+    async def _engine_call(self, pair: Pair, work):
+        try:
+            return await work
         except Busy as e:
             raise ApiError(429, f"Slowdown: {e}") from None
         except (ShuttingDown, DecoderCrashed) as e:
@@ -103,38 +179,42 @@ class Service:
         except TranslationError as e:
             raise ApiError(400, str(e)) from None
 
-    def attention_png(self, source: str, translation: str) -> bytes:
-        """The encoder–decoder attention of ``translation`` of ``source``, every layer and
-        head, drawn as ``aiayn plot attention`` draws it."""
-        import io
-
-        from aiayn.viz import attention_figure, translation_attention
-
-        translator = self.translator
-        src = translator.src_tokenizer.encode([source])[0]
-        tgt = translator.tgt_tokenizer.encode([translation])[0]
-        data = translation_attention(translator, src, tgt)
-        with self._plot_lock:
-            figure = attention_figure(data, "cross")
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
-            from aiayn.viz.common import pyplot
-
-            pyplot().close(figure)
-        return buffer.getvalue()
+    def install(self, app: FastAPI) -> None:
+        _install(app, self)
 
 
-def install(app: FastAPI, service: Service) -> None:
+def _languages(models: tuple[str, ...]) -> list[tuple[str, str, str, Tokenizer]]:
+    """(model, source, target, source tokenizer) of each model, refusing a second model for
+    a pair.
+
+    Raises:
+        AiaynError: two models for one language pair.
+    """
+    found: dict[tuple[str, str], str] = {}
+    out = []
+    for model in models:
+        src, _, info = load_tokenizers(model)
+        pair = (info.src_lang or "auto", info.tgt_lang or "target")
+        if pair in found:
+            raise AiaynError(
+                f"{model}: a second model for {pair[0]}-{pair[1]} (already {found[pair]})"
+            )
+        found[pair] = model
+        out.append((model, *pair, src))
+    return out
+
+
+def _listed(codes: set[str]) -> str:
+    return ", ".join(sorted(codes))
+
+
+def _install(app: FastAPI, service: LibreTranslate) -> None:
     settings = service.settings
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:
-        return PAGE.replace("__SOURCE__", service.source).replace("__TARGET__", service.target)
-
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        stats = service.engine.stats
-        return {"status": "ok", "batches": stats.batches, "requests": stats.requests}
+        first = service.first
+        return PAGE.replace("__SOURCE__", first.source).replace("__TARGET__", first.target)
 
     @app.api_route("/languages", methods=["GET", "POST"])
     async def languages() -> list[dict[str, Any]]:
@@ -145,7 +225,7 @@ def install(app: FastAPI, service: Service) -> None:
         values = await request_values(request)
         check_key(settings, values.get("api_key"))
         _texts(values, settings.char_limit)
-        return [{"confidence": 100.0, "language": service.source}]
+        return [{"confidence": 100.0, "language": service.first.source}]
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
@@ -153,14 +233,10 @@ def install(app: FastAPI, service: Service) -> None:
         check_key(settings, values.get("api_key"))
         texts = _texts(values, settings.char_limit)
         source = str(values.get("source") or "auto")
-        if source not in ("auto", service.source):
-            raise ApiError(
-                400, f"{source} is not supported (this model translates from {service.source})"
-            )
         target = values.get("target")
         if not target:
             raise ApiError(400, "Invalid request: missing target parameter")
-        token = service.target_token(str(target))
+        pair, token = service.route(source, str(target))
         text_format = str(values.get("format") or "text")
         if text_format not in ("text", "html"):
             raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
@@ -175,9 +251,9 @@ def install(app: FastAPI, service: Service) -> None:
             stopping=settings.stopping,
         )
         if text_format == "html":
-            answers = [await _translate_html(service, t, options, token) for t in texts]
+            answers = [await _translate_html(service, pair, t, options, token) for t in texts]
         else:
-            found = await service.translate(texts, options, token)
+            found = await service.translate(pair, texts, options, token)
             answers = [[h.text for h in hyps] for hyps in found]
         single = isinstance(values["q"], str)
         body: dict[str, Any] = {
@@ -186,18 +262,23 @@ def install(app: FastAPI, service: Service) -> None:
         if alternatives:
             body["alternatives"] = answers[0][1:] if single else [a[1:] for a in answers]
         if source == "auto":
-            detected = {"confidence": 100.0, "language": service.source}
+            detected = {"confidence": 100.0, "language": pair.source}
             body["detectedLanguage"] = detected if single else [detected] * len(texts)
         return JSONResponse(body)
 
     @app.get("/attention.png")
     async def attention(request: Request, q: str = "", translation: str = "") -> Response:
-        check_key(settings, request.query_params.get("api_key"))
+        values = request.query_params
+        check_key(settings, values.get("api_key"))
         if not q.strip() or not translation.strip():
             raise ApiError(400, "Invalid request: give q and its translation")
         if len(q) + len(translation) > settings.char_limit:
             raise ApiError(400, f"Invalid request: longer than {settings.char_limit} characters")
-        png = await asyncio.to_thread(service.attention_png, q.strip(), translation.strip())
+        first = service.first
+        pair, _ = service.route(
+            values.get("source", first.source), values.get("target", first.target)
+        )
+        png = await service.attention_png(pair, q.strip(), translation.strip())
         return Response(png, media_type="image/png")
 
 
@@ -228,7 +309,7 @@ def _integer(values: dict[str, Any], name: str, low: int, high: int) -> int:
 
 
 async def _translate_html(
-    service: Service, document: str, options: SearchOptions, token: str | None
+    service: LibreTranslate, pair: Pair, document: str, options: SearchOptions, token: str | None
 ) -> list[str]:
     """``document`` with the text between its tags translated and the tags kept (text in
     ``script`` and ``style`` is kept too); one string per alternative."""
@@ -239,7 +320,7 @@ async def _translate_html(
         if i % 2 == 0 and part.strip() and not (i and RAW_TEXT.match(parts[i - 1]))
     ]
     texts = [html.unescape(parts[i]).strip() for i in todo]
-    found = await service.translate(texts, options, token) if texts else []
+    found = await service.translate(pair, texts, options, token) if texts else []
     outputs = []
     for rank in range(options.nbest):
         out = list(parts)

@@ -17,7 +17,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from aiayn.decode import load_language_model
-from aiayn.serve.app import ApiError, ServeSettings, check_key, request_values
+from aiayn.errors import AiaynError
+from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
 UNSUPPORTED = {"echo": (False, None), "best_of": (1, None), "logprobs": (None,), "suffix": (None,)}
@@ -27,17 +28,34 @@ class _Stopped(Exception):
     """Ends a generation early: a stop sequence was produced, or the client went away."""
 
 
-class Service:
+class OpenAICompletions:
+    """A language model, named by its directory, and the engine that generates with it."""
+
     def __init__(self, settings: ServeSettings):
         self.settings = settings
-        self.name = Path(settings.model).resolve().name
+        if len(settings.models) != 1:
+            raise AiaynError(
+                f"one language model per server, got {len(settings.models)}: "
+                f"{', '.join(settings.models)}"
+            )
+        self.name = Path(settings.models[0]).resolve().name
         model, tokenizer = load_language_model(
-            settings.model, device=settings.device, profile=settings.profile
+            settings.models[0], device=settings.device, profile=settings.profile
         )
         self.tokenizer = tokenizer
         self.engine = LanguageModelEngine(
             model, tokenizer, workers=settings.workers, queue_size=settings.queue_size
         )
+
+    def install(self, app: FastAPI) -> None:
+        _install(app, self)
+
+    def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+    def health(self) -> dict[str, Any]:
+        return {"completions": self.engine.completed}
 
     def close(self) -> None:
         self.engine.close()
@@ -98,7 +116,7 @@ class Service:
         return out
 
 
-def install(app: FastAPI, service: Service) -> None:
+def _install(app: FastAPI, service: OpenAICompletions) -> None:
     settings = service.settings
 
     @app.get("/v1/models")
@@ -106,10 +124,6 @@ def install(app: FastAPI, service: Service) -> None:
         _check_bearer(settings, request)
         entry = {"id": service.name, "object": "model", "created": 0, "owned_by": "aiayn"}
         return {"object": "list", "data": [entry]}
-
-    @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
 
     @app.post("/v1/completions")
     async def completions(request: Request):
@@ -134,7 +148,7 @@ def install(app: FastAPI, service: Service) -> None:
         return JSONResponse(_completion(service, choices))
 
 
-async def _collect(service: Service, prompt: str, params: dict) -> tuple[str, str]:
+async def _collect(service: OpenAICompletions, prompt: str, params: dict) -> tuple[str, str]:
     out = service.complete(prompt, {**params, "cancelled": asyncio.Event()})
     pieces = []
     deadline = time.monotonic() + service.settings.timeout
@@ -151,7 +165,7 @@ async def _collect(service: Service, prompt: str, params: dict) -> tuple[str, st
 
 
 async def _events(
-    service: Service, prompt: str, params: dict, request: Request
+    service: OpenAICompletions, prompt: str, params: dict, request: Request
 ) -> AsyncIterator[str]:
     cancelled = asyncio.Event()
     out = service.complete(prompt, {**params, "cancelled": cancelled})
@@ -168,12 +182,12 @@ async def _events(
         cancelled.set()  # a client that went away stops the generation
 
 
-def _event(service: Service, text: str, reason: str | None) -> str:
+def _event(service: OpenAICompletions, text: str, reason: str | None) -> str:
     choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": reason}
     return f"data: {json.dumps(_completion(service, [choice]))}\n\n"
 
 
-def _completion(service: Service, choices: list[dict]) -> dict[str, Any]:
+def _completion(service: OpenAICompletions, choices: list[dict]) -> dict[str, Any]:
     return {
         "id": f"cmpl-{uuid.uuid4().hex[:24]}",
         "object": "text_completion",

@@ -41,14 +41,15 @@ async function translate() {
   error.textContent = "";
   out.textContent = "…";
   const key = document.getElementById("key").value;
-  const body = {q: q, source: "auto", target: "__TARGET__"};
+  const body = {q: q, source: "__SOURCE__", target: "__TARGET__"};
   if (key) body.api_key = key;
   const response = await fetch("translate", {method: "POST",
     headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
   const answer = await response.json();
   if (!response.ok) { out.textContent = ""; error.textContent = answer.error; return; }
   out.textContent = answer.translatedText;
-  const params = new URLSearchParams({q: q, translation: answer.translatedText});
+  const params = new URLSearchParams({q: q, translation: answer.translatedText,
+    source: "__SOURCE__", target: "__TARGET__"});
   if (key) params.set("api_key", key);
   const png = await fetch("attention.png?" + params);
   if (png.ok) {

@@ -1,0 +1,132 @@
+"""What the server's app and its two APIs share: the settings, the error a route raises,
+reading a request's parameters, the key check, and the ``Service`` protocol each API
+implements. The app and the API modules import this module; it imports none of them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol, get_args
+
+import torch
+from fastapi import FastAPI, Request
+
+from aiayn.decode.stepper import Precision
+from aiayn.errors import AiaynError
+from aiayn.runtime import resolve_precision
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeSettings:
+    # model directories: translation models (one per language pair) or one language model
+    models: tuple[str, ...]
+    beam: int = 5
+    alpha: float = 0.6
+    max_len_b: int = 50
+    precision: str = "fp32"
+    stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
+    profile: str = "fast"
+    device: str = "cpu"
+    workers: int = 1  # batches decoded side by side, per model (processes for a translator)
+    threads: int = 1  # threads of each worker
+    batch_tokens: int = 4096  # source tokens decoded together at most
+    max_wait_ms: float = 25.0  # how long a batch may wait for more requests
+    queue_size: int = 256  # requests waiting at most; more get 429
+    timeout: float = 60.0  # seconds a request may take, queue included; more gets 503
+    char_limit: int = 5000  # characters per request; more gets 400
+    max_alternatives: int = 4
+    max_tokens_limit: int = 2048  # completions: the most tokens one request may ask for
+    api_keys: frozenset[str] | None = None  # None: no key needed
+    cors_origins: tuple[str, ...] = ("*",)
+
+
+class ApiError(AiaynError):
+    """An error answered with an HTTP status and a message, in the API's own error shape."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code  # a machine-readable code, where the API has them (OpenAI's)
+
+
+class Service(Protocol):
+    """One API over the served models: its routes, its error shape, what ``/health`` adds,
+    and its end."""
+
+    settings: ServeSettings
+
+    def install(self, app: FastAPI) -> None:
+        """Add the API's routes to ``app``."""
+        ...
+
+    def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
+        """The JSON body of an error, in the API's own shape."""
+        ...
+
+    def health(self) -> dict[str, Any]:
+        """What ``/health`` reports beside ``"status": "ok"``."""
+        ...
+
+    def summary(self) -> str:
+        """What was answered, said once the server has stopped."""
+        ...
+
+    def close(self) -> None:
+        """Finish every accepted request, then release the models."""
+        ...
+
+
+def read_api_keys(path: str | Path) -> frozenset[str]:
+    """One key per line (blank lines and ``#`` comments ignored)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise AiaynError(f"{path}: cannot read the API keys ({e})") from None
+    keys = frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    if not keys:
+        raise AiaynError(f"{path}: no API key in the file")
+    return keys
+
+
+def with_resolved_precision(settings: ServeSettings) -> ServeSettings:
+    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does),
+    refusing at start a precision no request could be decoded in."""
+    precision = resolve_precision(settings.precision, torch.device(settings.device))
+    if precision not in get_args(Precision):
+        raise AiaynError(f"precision must be fp32, bf16 or auto, got {settings.precision!r}")
+    return replace(settings, precision=precision)
+
+
+async def request_values(request: Request) -> dict[str, Any]:
+    """The parameters of a request, from its query string, form or JSON body (what the
+    LibreTranslate clients send: libretranslatepy a form, deep-translator the query
+    string, browsers JSON).
+
+    Raises:
+        ApiError: 400 for a body that is not JSON / a JSON object.
+    """
+    values: dict[str, Any] = dict(request.query_params)
+    kind = request.headers.get("content-type", "")
+    if "json" in kind:
+        raw = await request.body()
+        if raw.strip():
+            try:
+                data = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as e:
+                raise ApiError(400, f"Invalid request: the body is not JSON ({e})") from None
+            if not isinstance(data, dict):
+                raise ApiError(400, "Invalid request: the JSON body must be an object")
+            values.update(data)
+    elif "form" in kind:
+        form = await request.form()
+        for key in form:
+            found = form.getlist(key)
+            values[key] = found[0] if len(found) == 1 else found
+    return values
+
+
+def check_key(settings: ServeSettings, key: str | None) -> None:
+    """Raise 403 unless ``key`` is one of the server's keys (when it has any)."""
+    if settings.api_keys is not None and key not in settings.api_keys:
+        raise ApiError(403, "Invalid API key")
