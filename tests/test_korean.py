@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 
 from aiayn.cli import main
+from aiayn.config import PrepareConfig
+from aiayn.config_io import load_toml, recipe_from_dict
 from aiayn.data import load_prepared, read_lines
+from aiayn.data.testsets import remotes
 from aiayn.eval import corpus_scores
 
 from .train.conftest import config_dict, write_toml
@@ -104,3 +107,28 @@ def test_served_korean_is_what_the_command_line_gives(korean, capsys):
         assert any("가" <= c <= "힣" for c in "".join(offline))  # Korean came back, not mojibake
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("recipe", "src", "tgt", "coverage"),
+    [
+        ("en_ko_own_corpus", "en", "ko", 0.9995),
+        ("ko_en_own_corpus", "ko", "en", 0.9995),
+        ("pt_en_own_corpus", "pt", "en", 1.0),
+    ],
+)
+def test_recipes_read_the_test_sets_aiayn_data_writes(recipe, src, tgt, coverage, tmp_path):
+    path = Path(__file__).resolve().parents[1] / "configs" / f"{recipe}.toml"
+    r = recipe_from_dict(load_toml(str(path)), where=str(path))
+    assert (r.pipeline.src_lang, r.pipeline.tgt_lang) == (src, tgt)
+    assert r.pipeline.test == (
+        "../data/testsets/flores200/devtest",
+        "../data/testsets/ntrex/newstest2019",
+    )
+    other = src if tgt == "en" else tgt
+    written = {f.target for name in ("flores200", "ntrex") for f in remotes(name, [other])}
+    wanted = {f"{p}.{lang}.gz" for p in r.pipeline.test for lang in (src, tgt)}
+    assert {w.removeprefix("../data/testsets/") for w in wanted} <= written  # `aiayn data`'s
+    cfg = PrepareConfig(src_lang=src, tgt_lang=tgt, train="t", valid="v", **r.prepare)
+    assert cfg.character_coverage == coverage
+    assert cfg.byte_fallback == (coverage < 1)
