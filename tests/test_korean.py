@@ -132,3 +132,24 @@ def test_recipes_read_the_test_sets_aiayn_data_writes(recipe, src, tgt, coverage
     cfg = PrepareConfig(src_lang=src, tgt_lang=tgt, train="t", valid="v", **r.prepare)
     assert cfg.character_coverage == coverage
     assert cfg.byte_fallback == (coverage < 1)
+
+
+def test_split_corpus_keeps_shared_sentences_in_one_part(tmp_path):
+    import subprocess
+    import sys
+
+    en = [f"sentence {i % 150}" for i in range(400)]  # each English sentence 2-3 times
+    ko = [f"문장 {i}" for i in range(400)]
+    (tmp_path / "all.en").write_text("\n".join(en) + "\n", encoding="utf-8")
+    (tmp_path / "all.ko").write_text("\n".join(ko) + "\n", encoding="utf-8")
+    script = Path(__file__).resolve().parents[1] / "scripts" / "split_corpus.py"
+    args = [str(tmp_path / "all"), "en", "ko", str(tmp_path / "out"), "--valid", "40"]
+    subprocess.run([sys.executable, str(script), *args, "--test", "40"], check=True)
+    parts = {
+        name: [set(read_lines(tmp_path / "out" / f"{name}.{lang}")) for lang in ("en", "ko")]
+        for name in ("train", "valid", "test")
+    }
+    assert sum(len(p[1]) for p in parts.values()) == 400  # every pair kept once
+    assert all(len(parts[n][1]) >= 40 for n in ("valid", "test"))
+    for a, b in (("train", "valid"), ("train", "test"), ("valid", "test")):
+        assert not parts[a][0] & parts[b][0] and not parts[a][1] & parts[b][1]
