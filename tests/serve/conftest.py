@@ -20,6 +20,8 @@ pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
 from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 
+from ..train.conftest import write_toml  # noqa: E402
+
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 SENTENCES = ["the dog runs", "a big red ball near the tree", "cat sleeps on the house ."]
 
@@ -94,3 +96,26 @@ def children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             found.append(int(stat.parent.name))
     return found
+
+
+@pytest.fixture(scope="module")
+def lm_dir(tmp_path_factory) -> Path:
+    from aiayn.cli import main
+    from aiayn.data.lm import prepare_lm
+
+    root = tmp_path_factory.mktemp("lm")
+    (root / "text.txt").write_text("to be, or not to be, that is the question.\n" * 40)
+    prepare_lm(root / "text.txt", root / "data")
+    config = {
+        "task": "lm",
+        "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
+        "data": {"dir": str(root / "data"), "block_size": 16, "batch_size": 8},
+        "run": {
+            "dir": str(root / "run"),
+            "max_updates": 60,
+            "save_every": 60,
+            "valid_every": 60,
+        },
+    }
+    assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
+    return root / "run" / "best"

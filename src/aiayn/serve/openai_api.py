@@ -1,7 +1,17 @@
-"""The OpenAI-compatible completions API for a language model: ``POST /v1/completions``
-(``prompt``, ``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``, and ``stream`` as
-server-sent events ending in ``[DONE]``) and ``GET /v1/models``. Keys come as
-``Authorization: Bearer KEY``; errors in OpenAI's ``{"error": {"message": ...}}`` shape."""
+"""The OpenAI-compatible API for a language model: ``POST /v1/completions`` (``prompt``),
+``POST /v1/chat/completions`` (``messages``, rendered by ``CHAT_TEMPLATE``), both with
+``max_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``, ``usage`` in the answer, and
+``stream`` as server-sent events ending in ``[DONE]`` (``stream_options.include_usage``: a
+last chunk with the usage and no choices, as OpenAI sends it); ``GET /v1/models`` and
+``GET /v1/models/{id}``. A model name other than the served one is refused as OpenAI does
+(404, code ``model_not_found``). Keys come as ``Authorization: Bearer KEY``; errors in
+OpenAI's ``{"error": {"message", "type", "param", "code"}}`` shape.
+
+The chat template: a language model trained on plain text continues a transcript, so the
+messages are written one a line as ``Role: content`` (``System``, ``User``, ``Assistant``),
+followed by ``Assistant:``; the reply is what the model writes next, its leading spaces
+removed, and it ends where the model starts a new turn (a line beginning with one of the
+role names) or at ``stop``, ``max_tokens`` or the end of text."""
 
 from __future__ import annotations
 
@@ -9,7 +19,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +33,38 @@ from aiayn.serve.common import ApiError, ServeSettings, check_key, request_value
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
 UNSUPPORTED = {"echo": (False, None), "best_of": (1, None), "logprobs": (None,), "suffix": (None,)}
+CHAT_UNSUPPORTED = {"logprobs": (False, None), "tools": (None, []), "response_format": (None,)}
+ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
+CHAT_TEMPLATE = "{role}: {content}\n"  # one line per message, then "Assistant:"
+TURN_STOPS = tuple(f"\n{name}:" for name in dict.fromkeys(ROLES.values()))
+
+
+def render_chat(messages: list[dict[str, str]]) -> str:
+    """The prompt of a chat: ``CHAT_TEMPLATE`` for every message, then ``Assistant:``.
+
+    ``messages`` are ``{"role", "content"}`` with a role of ``ROLES`` and text content."""
+    lines = [CHAT_TEMPLATE.format(role=ROLES[m["role"]], content=m["content"]) for m in messages]
+    return "".join(lines) + "Assistant:"
 
 
 class _Stopped(Exception):
     """Ends a generation early: a stop sequence was produced, or the client went away."""
+
+
+@dataclass(frozen=True)
+class _End:
+    """The last item of a generation's queue."""
+
+    reason: str  # "stop", "length", or "error: ..."
+    tokens: int  # tokens generated
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A generation under way: its text pieces, then an ``_End``, arrive on ``out``."""
+
+    out: asyncio.Queue
+    prompt_tokens: int
 
 
 class OpenAICompletions:
@@ -63,30 +102,54 @@ class OpenAICompletions:
     def summary(self) -> str:
         return f"answered {self.engine.completed:,} completions"
 
-    def complete(self, prompt: str, params: dict[str, Any]) -> asyncio.Queue:
-        """Start a completion; its queue receives text pieces, then ``("end", reason)``."""
+    def model_entry(self) -> dict[str, Any]:
+        return {"id": self.name, "object": "model", "created": 0, "owned_by": "aiayn"}
+
+    def check_model(self, name: Any) -> None:
+        """Raises:
+        ApiError: 400 without a model name, 404 (``model_not_found``) for another model's.
+        """
+        if name is None or name == "":
+            raise ApiError(400, "you must provide a model parameter")
+        if name != self.name:
+            raise ApiError(
+                404,
+                f"The model `{name}` does not exist or you do not have access to it.",
+                code="model_not_found",
+            )
+
+    def complete(self, prompt: str, params: dict[str, Any]) -> _Run:
+        """Start a generation after ``prompt``."""
         ids = self.tokenizer.encode([prompt])[0]
         if not ids:
             raise ApiError(400, "the prompt is empty after tokenisation")
         loop = asyncio.get_running_loop()
         out: asyncio.Queue = asyncio.Queue()
         produced: list[int] = []
-        shown = [""]
+        shown = [0]  # characters of the text sent so far
         stops = params["stop"]
         cancelled = params["cancelled"]
+        strip = params.get("strip_leading", False)
+
+        def text_now() -> str:
+            text = self.tokenizer.decode(produced)
+            return text.lstrip() if strip else text
+
+        def send(text: str) -> None:
+            if len(text) > shown[0]:
+                loop.call_soon_threadsafe(out.put_nowait, text[shown[0] :])
+                shown[0] = len(text)
 
         def on_token(token: int) -> None:
             if cancelled.is_set():
                 raise _Stopped
             produced.append(token)
-            text = self.tokenizer.decode(produced)
-            hit = next((text.index(s) for s in stops if s in text), None)
-            new = text[len(shown[0]) : hit if hit is not None else len(text)]
-            shown[0] = text if hit is None else text[:hit]
-            if new:
-                loop.call_soon_threadsafe(out.put_nowait, new)
+            text = text_now()
+            hit = min((text.index(s) for s in stops if s in text), default=None)
             if hit is not None:
+                send(text[:hit])
                 raise _Stopped
+            send(text[: len(text) - _held_back(text, stops)])
 
         def on_end(error: BaseException | None) -> None:
             if isinstance(error, _Stopped):
@@ -94,9 +157,10 @@ class OpenAICompletions:
             elif error is not None:
                 reason = f"error: {error}"
             else:
+                send(text_now())  # what was held back for a stop sequence that did not come
                 eos = produced and produced[-1] == self.engine.model.specials.eos
                 reason = "stop" if eos else "length"
-            loop.call_soon_threadsafe(out.put_nowait, ("end", reason))
+            loop.call_soon_threadsafe(out.put_nowait, _End(reason, len(produced)))
 
         generation = Generation(
             ids,
@@ -113,7 +177,13 @@ class OpenAICompletions:
             raise ApiError(429, f"Slow down: {e}") from None
         except ShuttingDown as e:
             raise ApiError(503, str(e)) from None
-        return out
+        return _Run(out, len(ids))
+
+
+def _held_back(text: str, stops: list[str]) -> int:
+    """How many characters at the end of ``text`` may be the start of a stop sequence
+    (not sent until the next token tells)."""
+    return max((k for s in stops for k in range(1, len(s)) if text.endswith(s[:k])), default=0)
 
 
 def _install(app: FastAPI, service: OpenAICompletions) -> None:
@@ -122,78 +192,156 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
     @app.get("/v1/models")
     async def models(request: Request) -> dict[str, Any]:
         _check_bearer(settings, request)
-        entry = {"id": service.name, "object": "model", "created": 0, "owned_by": "aiayn"}
-        return {"object": "list", "data": [entry]}
+        return {"object": "list", "data": [service.model_entry()]}
+
+    @app.get("/v1/models/{name:path}")
+    async def model(name: str, request: Request) -> dict[str, Any]:
+        _check_bearer(settings, request)
+        service.check_model(name)
+        return service.model_entry()
 
     @app.post("/v1/completions")
     async def completions(request: Request):
-        _check_bearer(settings, request)
-        if "json" not in request.headers.get("content-type", ""):
-            raise ApiError(400, "the body must be JSON")
-        values = await request_values(request)
+        values = await _json_values(settings, request)
+        service.check_model(values.get("model"))
         params = _parameters(values, settings)
         prompts = params["prompts"]
         if params["stream"]:
             if len(prompts) != 1:
                 raise ApiError(400, "stream takes one prompt")
-            return StreamingResponse(
-                _events(service, prompts[0], params, request), media_type="text/event-stream"
-            )
-        choices = []
+            params["cancelled"] = asyncio.Event()
+            run = service.complete(prompts[0], params)
+            events = _events(service, run, params, _text_chunk, "text_completion")
+            return StreamingResponse(events, media_type="text/event-stream")
+        choices, usage = [], _usage(0, 0)
         for index, prompt in enumerate(prompts):
-            text, reason = await _collect(service, prompt, params)
+            run = service.complete(prompt, {**params, "cancelled": asyncio.Event()})
+            text, end = await _collect(service, run)
             choices.append(
-                {"text": text, "index": index, "logprobs": None, "finish_reason": reason}
+                {"text": text, "index": index, "logprobs": None, "finish_reason": end.reason}
             )
-        return JSONResponse(_completion(service, choices))
+            usage = _usage(
+                usage["prompt_tokens"] + run.prompt_tokens,
+                usage["completion_tokens"] + end.tokens,
+            )
+        return JSONResponse(_answer(service, "text_completion", choices, usage=usage))
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        values = await _json_values(settings, request)
+        service.check_model(values.get("model"))
+        params = _chat_parameters(values, settings)
+        params["cancelled"] = asyncio.Event()
+        run = service.complete(render_chat(params["messages"]), params)
+        if params["stream"]:
+            events = _events(service, run, params, _chat_chunk, "chat.completion.chunk")
+            return StreamingResponse(events, media_type="text/event-stream")
+        text, end = await _collect(service, run)
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": None,
+            "finish_reason": end.reason,
+        }
+        usage = _usage(run.prompt_tokens, end.tokens)
+        return JSONResponse(_answer(service, "chat.completion", [choice], usage=usage))
 
 
-async def _collect(service: OpenAICompletions, prompt: str, params: dict) -> tuple[str, str]:
-    out = service.complete(prompt, {**params, "cancelled": asyncio.Event()})
+async def _json_values(settings: ServeSettings, request: Request) -> dict[str, Any]:
+    _check_bearer(settings, request)
+    if "json" not in request.headers.get("content-type", ""):
+        raise ApiError(400, "the body must be JSON")
+    return await request_values(request)
+
+
+async def _collect(service: OpenAICompletions, run: _Run) -> tuple[str, _End]:
     pieces = []
     deadline = time.monotonic() + service.settings.timeout
     while True:
         try:
-            item = await asyncio.wait_for(out.get(), max(deadline - time.monotonic(), 0.001))
+            item = await asyncio.wait_for(run.out.get(), max(deadline - time.monotonic(), 0.001))
         except TimeoutError:
             raise ApiError(503, f"Timed out after {service.settings.timeout:g}s") from None
-        if isinstance(item, tuple):
-            if item[1].startswith("error"):
-                raise ApiError(500, item[1])
-            return "".join(pieces), item[1]
+        if isinstance(item, _End):
+            if item.reason.startswith("error"):
+                raise ApiError(500, item.reason)
+            return "".join(pieces), item
         pieces.append(item)
 
 
+def _text_chunk(piece: str | None, reason: str | None, first: bool) -> dict[str, Any]:
+    return {"text": piece or "", "index": 0, "logprobs": None, "finish_reason": reason}
+
+
+def _chat_chunk(piece: str | None, reason: str | None, first: bool) -> dict[str, Any]:
+    delta: dict[str, Any] = {"role": "assistant"} if first else {}
+    if piece is not None:
+        delta["content"] = piece
+    return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}
+
+
 async def _events(
-    service: OpenAICompletions, prompt: str, params: dict, request: Request
+    service: OpenAICompletions,
+    run: _Run,
+    params: dict,
+    chunk: Callable[[str | None, str | None, bool], dict[str, Any]],
+    kind: str,
 ) -> AsyncIterator[str]:
-    cancelled = asyncio.Event()
-    out = service.complete(prompt, {**params, "cancelled": cancelled})
+    """The chunks of a streamed generation: one per text piece, one with the finish reason,
+    the usage chunk if asked for, then ``[DONE]``."""
+    cancelled = params["cancelled"]
+    include_usage = params["include_usage"]
+    usage_field = {"usage": None} if include_usage else {}
+    first = True
     try:
+        if kind == "chat.completion.chunk":  # the role comes first, as OpenAI sends it
+            yield _sse(_answer(service, kind, [chunk("", None, True)], **usage_field))
+            first = False
         while True:
-            item = await out.get()
-            if isinstance(item, tuple):
-                reason = "stop" if item[1].startswith("error") else item[1]
-                yield _event(service, "", reason)
+            item = await run.out.get()
+            if isinstance(item, _End):
+                reason = "stop" if item.reason.startswith("error") else item.reason
+                yield _sse(_answer(service, kind, [chunk(None, reason, first)], **usage_field))
+                if include_usage:
+                    usage = _usage(run.prompt_tokens, item.tokens)
+                    yield _sse(_answer(service, kind, [], usage=usage))
                 yield "data: [DONE]\n\n"
                 return
-            yield _event(service, item, None)
+            yield _sse(_answer(service, kind, [chunk(item, None, first)], **usage_field))
+            first = False
     finally:
         cancelled.set()  # a client that went away stops the generation
 
 
-def _event(service: OpenAICompletions, text: str, reason: str | None) -> str:
-    choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": reason}
-    return f"data: {json.dumps(_completion(service, [choice]))}\n\n"
+def _sse(body: dict[str, Any]) -> str:
+    return f"data: {json.dumps(body)}\n\n"
 
 
-def _completion(service: OpenAICompletions, choices: list[dict]) -> dict[str, Any]:
+def _usage(prompt: int, completion: int) -> dict[str, int]:
     return {
-        "id": f"cmpl-{uuid.uuid4().hex[:24]}",
-        "object": "text_completion",
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+_IDS = {
+    "text_completion": "cmpl",
+    "chat.completion": "chatcmpl",
+    "chat.completion.chunk": "chatcmpl",
+}
+
+
+def _answer(
+    service: OpenAICompletions, kind: str, choices: list[dict], **fields: Any
+) -> dict[str, Any]:
+    return {
+        "id": f"{_IDS[kind]}-{uuid.uuid4().hex[:24]}",
+        "object": kind,
         "created": int(time.time()),
         "model": service.name,
         "choices": choices,
+        **fields,
     }
 
 
@@ -209,7 +357,48 @@ def _parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, An
     for name, allowed in UNSUPPORTED.items():
         if values.get(name) not in allowed:
             raise ApiError(400, f"{name} is not supported")
-    if values.get("n", 1) != 1:
+    return {"prompts": prompts, **_sampling(values, settings, "max_tokens")}
+
+
+def _chat_parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, Any]:
+    for name, allowed in CHAT_UNSUPPORTED.items():
+        if values.get(name) not in allowed:
+            raise ApiError(400, f"{name} is not supported")
+    limit = "max_completion_tokens" if "max_completion_tokens" in values else "max_tokens"
+    params = _sampling(values, settings, limit)
+    params["stop"] = [*params["stop"], *TURN_STOPS]
+    params["strip_leading"] = True
+    return {"messages": _messages(values.get("messages")), **params}
+
+
+def _messages(raw: Any) -> list[dict[str, str]]:
+    """Chat messages as ``{"role", "content"}`` with text content (a string, or a list of
+    ``{"type": "text", "text": ...}`` parts).
+
+    Raises:
+        ApiError: 400 for anything else.
+    """
+    if not isinstance(raw, list) or not raw:
+        raise ApiError(400, "messages must be a non-empty list")
+    messages = []
+    for i, message in enumerate(raw):
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            raise ApiError(400, f"messages[{i}]: an object with a role of {', '.join(ROLES)}")
+        content = message.get("content")
+        if isinstance(content, list):
+            if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+                raise ApiError(400, f"messages[{i}].content: only text parts are supported")
+            content = "".join(str(p.get("text", "")) for p in content)
+        if not isinstance(content, str):
+            raise ApiError(400, f"messages[{i}].content must be text")
+        messages.append({"role": message["role"], "content": content})
+    return messages
+
+
+def _sampling(values: dict[str, Any], settings: ServeSettings, limit: str) -> dict[str, Any]:
+    """What both endpoints take: ``n`` (1), ``stop``, ``seed``, the length limit, sampling
+    and streaming."""
+    if values.get("n", 1) not in (1, None):
         raise ApiError(400, "n: only 1 is supported")
     stop = values.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
@@ -218,14 +407,18 @@ def _parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, An
     seed = values.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
         raise ApiError(400, f"seed must be a whole number >= 0, got {seed!r}")
+    stream = bool(values.get("stream", False))
+    options = values.get("stream_options")
+    if options is not None and (not isinstance(options, dict) or not stream):
+        raise ApiError(400, "stream_options: an object, only with stream")
     return {
-        "prompts": prompts,
-        "max_tokens": _number(values, "max_tokens", 16, 0, settings.max_tokens_limit, whole=True),
+        "max_tokens": _number(values, limit, 16, 0, settings.max_tokens_limit, whole=True),
         "temperature": _number(values, "temperature", 1.0, 0.0, 2.0),
         "top_p": _number(values, "top_p", 1.0, 1e-9, 1.0),
         "seed": seed,
         "stop": stop,
-        "stream": bool(values.get("stream", False)),
+        "stream": stream,
+        "include_usage": bool((options or {}).get("include_usage", False)),
     }
 
 
