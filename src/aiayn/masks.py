@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 
+# --8<-- [start:padding_mask]
 def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """Keys that are real tokens, not padding.
 
@@ -25,6 +26,10 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     return (tokens != pad_id)[:, None, None, :]  # (B, 1, 1, S)
 
 
+# --8<-- [end:padding_mask]
+
+
+# --8<-- [start:causal_mask]
 def causal_mask(length: int, *, offset: int = 0, device: torch.device | None = None) -> Tensor:
     """Look-ahead mask (§3.2.3): query i may attend key j only when j <= i.
 
@@ -40,6 +45,9 @@ def causal_mask(length: int, *, offset: int = 0, device: torch.device | None = N
     query_pos = torch.arange(offset, offset + length, device=device)  # (T,)
     key_pos = torch.arange(offset + length, device=device)  # (L+T,)
     return (key_pos[None, :] <= query_pos[:, None])[None, None]  # (1, 1, T, L+T)
+
+
+# --8<-- [end:causal_mask]
 
 
 def decoder_self_mask(tgt: Tensor, pad_id: int, *, offset: int = 0) -> Tensor:

@@ -46,12 +46,16 @@ class Hypothesis:
     log_prob: float  # sum of token log-probabilities, EOS included
 
 
+# --8<-- [start:length_penalty]
 def length_penalty(length: Tensor | int, alpha: float | None) -> Tensor:
     """GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al., 2016); 1 when α is None or 0."""
     length = torch.as_tensor(length, dtype=torch.float32)
     if not alpha:
         return torch.ones_like(length)
     return ((5.0 + length) / 6.0) ** alpha
+
+
+# --8<-- [end:length_penalty]
 
 
 @torch.inference_mode()

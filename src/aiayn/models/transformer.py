@@ -32,6 +32,7 @@ class Stack(nn.Module):
 class Encoder(Stack):
     """The encoder stack (§3.1)."""
 
+    # --8<-- [start:encoder]
     def forward(
         self, x: Tensor, *, mask: Tensor | None, need_weights: bool = False
     ) -> tuple[Tensor, list[Tensor]]:
@@ -44,6 +45,8 @@ class Encoder(Stack):
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x, weights
+
+    # --8<-- [end:encoder]
 
 
 class DecoderOutput(NamedTuple):
@@ -199,12 +202,15 @@ class Transformer(nn.Module):
         """(B, T, D) hidden states -> (B, T, V) next-token logits (§3.4)."""
         return self.output(hidden)
 
+    # --8<-- [start:forward]
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Teacher-forced logits: (B, S) source, (B, T) decoder input -> (B, T, V)."""
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         tgt_mask = masks.decoder_self_mask(tgt, self.specials.pad)
         return self.logits(self.decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask).hidden)
+
+    # --8<-- [end:forward]
 
     def forward_with_attention(self, src: Tensor, tgt: Tensor) -> tuple[Tensor, AttentionMaps]:
         """Like ``forward`` through the eager attention path, also returning every weight."""

@@ -19,6 +19,7 @@ AttentionFunction = Callable[..., tuple[Tensor, Tensor | None]]
 faster implementation of the same function and arguments (``aiayn.accel``)."""
 
 
+# --8<-- [start:scaled_dot_product_attention]
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -53,6 +54,10 @@ def scaled_dot_product_attention(
     return F.dropout(weights, dropout_p, training=dropout_p > 0) @ v, weights
 
 
+# --8<-- [end:scaled_dot_product_attention]
+
+
+# --8<-- [start:heads]
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """(B, T, D) -> (B, H, T, Dh)."""
     b, t, d = x.shape
@@ -63,6 +68,9 @@ def merge_heads(x: Tensor) -> Tensor:
     """(B, H, T, Dh) -> (B, T, D): Concat(head_1, ..., head_h) of eq. (2)."""
     b, h, t, dh = x.shape
     return x.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
+
+
+# --8<-- [end:heads]
 
 
 class MultiHeadAttention(nn.Module):
@@ -108,6 +116,7 @@ class SelfAttention(MultiHeadAttention):
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # [W_Q; W_K; W_V]
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_O
 
+    # --8<-- [start:self_attention]
     def forward(
         self,
         x: Tensor,
@@ -137,7 +146,10 @@ class SelfAttention(MultiHeadAttention):
         out, weights = self.attend(q, k, v, mask=mask, need_weights=need_weights)
         return self.out_proj(out), weights, kv
 
+    # --8<-- [end:self_attention]
 
+
+# --8<-- [start:cross_attention]
 class CrossAttention(MultiHeadAttention):
     """Encoder–decoder attention (§3.2.3): queries from the decoder, keys and values from memory.
 
@@ -193,3 +205,6 @@ class CrossAttention(MultiHeadAttention):
             q, memory_kv.keys, memory_kv.values, mask=mask, need_weights=need_weights
         )
         return self.out_proj(out), weights
+
+
+# --8<-- [end:cross_attention]

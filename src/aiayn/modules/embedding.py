@@ -10,6 +10,7 @@ import math
 from torch import Tensor, nn
 
 
+# --8<-- [start:token_embedding]
 class TokenEmbedding(nn.Module):
     """Learned embeddings multiplied by √d_model (§3.4)."""
 
@@ -27,6 +28,10 @@ class TokenEmbedding(nn.Module):
         return self.embedding(tokens) * self.scale
 
 
+# --8<-- [end:token_embedding]
+
+
+# --8<-- [start:output_projection]
 class OutputProjection(nn.Module):
     """The pre-softmax linear transformation; its weight may be the target embedding (§3.4).
 
@@ -58,3 +63,6 @@ class OutputProjection(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """(B, T, D) -> (B, T, V) logits."""
         return self.proj(x)
+
+
+# --8<-- [end:output_projection]

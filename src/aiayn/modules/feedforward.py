@@ -10,6 +10,7 @@ from torch import Tensor, nn
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU}
 
 
+# --8<-- [start:feed_forward]
 class PositionwiseFeedForward(nn.Module):
     """Two linear maps with an activation between them, applied to each position alike.
 
@@ -37,3 +38,6 @@ class PositionwiseFeedForward(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """(B, T, D) -> (B, T, D)."""
         return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (B, T, F) inside
+
+
+# --8<-- [end:feed_forward]

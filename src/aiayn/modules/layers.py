@@ -14,6 +14,7 @@ from aiayn.modules.cache import KeyValues, MemoryKeyValues
 from aiayn.modules.feedforward import PositionwiseFeedForward
 
 
+# --8<-- [start:sublayer_connection]
 class SublayerConnection(nn.Module):
     """Residual connection around a sub-layer, with dropout on its output (§5.4).
 
@@ -35,6 +36,9 @@ class SublayerConnection(nn.Module):
         return y if self.norm_first else self.norm(y)
 
 
+# --8<-- [end:sublayer_connection]
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then a feed-forward network, each in a sublayer connection."""
 
@@ -52,6 +56,7 @@ class EncoderLayer(nn.Module):
         self.ffn = ffn
         self.ffn_connection = ffn_connection
 
+    # --8<-- [start:encoder_layer]
     def forward(
         self, x: Tensor, *, mask: Tensor | None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
@@ -61,6 +66,8 @@ class EncoderLayer(nn.Module):
         x = self.self_attn_connection.add(x, attended)
         x = self.ffn_connection.add(x, self.ffn(self.ffn_connection.sublayer_input(x)))
         return x, weights
+
+    # --8<-- [end:encoder_layer]
 
 
 class DecoderLayer(nn.Module):
@@ -88,6 +95,7 @@ class DecoderLayer(nn.Module):
         self.ffn = ffn
         self.ffn_connection = ffn_connection
 
+    # --8<-- [start:decoder_layer]
     def forward(
         self,
         x: Tensor,
@@ -124,3 +132,5 @@ class DecoderLayer(nn.Module):
             x = self.cross_attn_connection.add(x, attended)
         x = self.ffn_connection.add(x, self.ffn(self.ffn_connection.sublayer_input(x)))
         return x, self_kv, self_weights, cross_weights
+
+    # --8<-- [end:decoder_layer]

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 
+# --8<-- [start:sinusoid_table]
 def sinusoid_table(length: int, d_model: int, *, interleaved: bool = True) -> Tensor:
     """The sinusoidal encodings of positions 0 .. length-1 (§3.5).
 
@@ -38,6 +39,9 @@ def sinusoid_table(length: int, d_model: int, *, interleaved: bool = True) -> Te
     else:
         table = torch.cat([angle.sin(), angle.cos()], dim=-1)  # (T, D)
     return table.float()
+
+
+# --8<-- [end:sinusoid_table]
 
 
 class SinusoidalPositionalEncoding(nn.Module):

@@ -207,6 +207,7 @@ def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict) -> dict:
     return {"state": state, "param_groups": meta["param_groups"]}
 
 
+# --8<-- [start:average_checkpoints]
 def average_checkpoints(paths: list[Path]) -> tuple[nn.Module, ModelConfig]:
     """The element-wise mean of the weights of several checkpoints of one model (§6.1).
 
@@ -227,6 +228,9 @@ def average_checkpoints(paths: list[Path]) -> tuple[nn.Module, ModelConfig]:
         for name, p in params.items():
             p.copy_(sums[name] / len(paths))
     return model, cfg
+
+
+# --8<-- [end:average_checkpoints]
 
 
 def model_assets(model_dir: Path) -> dict[str, bytes]:

@@ -24,6 +24,7 @@ from aiayn.modules import OutputProjection
 LossFunction = Callable[..., tuple[Tensor, Tensor]]
 
 
+# --8<-- [start:label_smoothed_nll]
 def label_smoothed_nll(
     hidden: Tensor, output: OutputProjection, target: Tensor, *, epsilon: float
 ) -> tuple[Tensor, Tensor]:
@@ -39,6 +40,9 @@ def label_smoothed_nll(
     loss = F.cross_entropy(logits, target, label_smoothing=epsilon, reduction="sum")
     nll = F.cross_entropy(logits.detach(), target, reduction="sum")
     return loss, nll
+
+
+# --8<-- [end:label_smoothed_nll]
 
 
 def fused_loss(

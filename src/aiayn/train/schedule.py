@@ -7,10 +7,14 @@ import math
 from aiayn.config import OptimConfig
 
 
+# --8<-- [start:noam_lr]
 def noam_lr(step: int, *, d_model: int, warmup_steps: int, scale: float = 1.0) -> float:
     """§5.3, eq. (3): lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)."""
     step = max(step, 1)
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+# --8<-- [end:noam_lr]
 
 
 def inverse_sqrt_lr(step: int, *, peak_lr: float, warmup_steps: int, init_lr: float = 0.0) -> float:
