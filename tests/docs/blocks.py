@@ -1,7 +1,8 @@
 """The fenced code blocks of the README and the documentation, and how each is tested.
 
 A ``python`` or ``bash`` block is run; a block of any other language (``toml``, ``text``,
-``json``) is shown, not run. An HTML comment on the line before a fence changes that:
+``json``), or one that only includes source (``--8<-- "src/..."``), is shown, not run. An
+HTML comment on the line before a fence changes that:
 
 - ``<!-- test: skip (why) -->``: not run, for the reason given (training for an hour, a
   download); the reason is required.
@@ -37,8 +38,13 @@ class Block:
     why: str | None
 
     @property
+    def includes_source(self) -> bool:
+        """The block is filled with source by the docs build (``--8<-- "src/..."``)."""
+        return all(line.startswith("--8<--") for line in self.code.split("\n") if line.strip())
+
+    @property
     def runs(self) -> bool:
-        return self.lang in RUN and self.mark != "skip"
+        return self.lang in RUN and self.mark != "skip" and not self.includes_source
 
     def __str__(self) -> str:
         return f"{self.document.relative_to(REPO)}:{self.line}"

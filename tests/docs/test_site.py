@@ -1,0 +1,102 @@
+"""The documentation site builds with ``mkdocs build --strict`` (no broken link, snippet or
+reference), running the tutorial's notebook for its pictures, and its reference pages hold
+every command, option and configuration key."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiayn import config
+
+from .blocks import REPO
+
+pytest.importorskip("mkdocs", reason="the documentation's packages are in the dev extra")
+pytest.importorskip("jupytext", reason="the documentation's packages are in the dev extra")
+
+
+def _hook_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "docs" / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reference = _hook_module("reference")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site, built from scratch: the notebook runs (its picture cache is empty)."""
+    root = tmp_path_factory.mktemp("site")
+    env = {
+        **os.environ,
+        "AIAYN_DOCS_CACHE": str(root / "cache"),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        str(root / "site"),
+    ]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return root / "site"
+
+
+def test_the_tutorial_holds_the_real_source_and_the_notebooks_pictures(site):
+    page = (site / "tutorial" / "paper" / "index.html").read_text(encoding="utf-8")
+    source = (REPO / "src" / "aiayn" / "modules" / "attention.py").read_text(encoding="utf-8")
+    assert "def scaled_dot_product_attention" in source
+    assert "scaled_dot_product_attention" in page and "--8&lt;--" not in page
+    assert "masked_fill" in page  # a line of the included function body
+    for name in ("masks.png", "positional.png", "copy_attention.png"):
+        picture = site / "tutorial" / "figures" / name
+        assert picture.stat().st_size > 10_000, name
+    assert (site / "tutorial" / "walkthrough.py").is_file()  # the notebook, to download
+
+
+def test_the_reference_pages_are_built_from_the_code(site):
+    commands = (site / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
+    for name, parser, _ in reference.commands():
+        assert name in commands
+        for action in parser._actions:
+            for option in action.option_strings:
+                assert option in commands, f"{name} {option}"
+    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    for name in ("Translator", "SearchOptions", "corpus_scores", "Trainer", "generate"):
+        assert 'id="aiayn.' in api and name in api
+
+
+def test_every_configuration_key_is_in_the_reference():
+    page = reference.config_reference()
+    for _, cls in reference.SECTIONS:
+        assert cls.__name__ in page
+        for field in dataclasses.fields(cls):
+            assert f"| `{field.name}` |" in page or dataclasses.is_dataclass(field.type), field
+    for preset in config.MODEL_PRESETS:
+        assert f"| `{preset}` |" in page
+
+
+def test_ranges_and_defaults_come_from_the_dataclasses():
+    assert reference.allowed_range(config.ModelConfig, "d_model", 512) == "at least 1"
+    assert reference.allowed_range(config.ModelConfig, "dropout", 0.1) == "in [0, 1)"
+    assert reference.allowed_range(config.OptimConfig, "lr", 5e-4) == "above 0"
+    assert reference.allowed_range(config.PrepareConfig, "max_len", 256) == "at least 1"
+    assert reference.allowed_range(config.ModelConfig, "norm_first", False) == ""
+    assert reference.toml_value((0.9, 0.98)) == "[0.9, 0.98]"
+    assert reference.toml_value(True) == "true" and reference.toml_value("bpe") == '"bpe"'
+    comments = reference.field_comments(config.ModelConfig)
+    assert comments["n_heads"] == "h" and comments["dropout"].startswith("P_drop")
