@@ -9,6 +9,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -84,8 +85,11 @@ def test_every_configuration_key_is_in_the_reference():
     page = reference.config_reference()
     for _, cls in reference.SECTIONS:
         assert cls.__name__ in page
+        types = typing.get_type_hints(cls)
         for field in dataclasses.fields(cls):
-            assert f"| `{field.name}` |" in page or dataclasses.is_dataclass(field.type), field
+            if dataclasses.is_dataclass(types[field.name]) and cls is config.TrainConfig:
+                continue  # [model], [data], ...: tables of their own
+            assert f"| `{field.name}` |" in page, field.name
     for preset in config.MODEL_PRESETS:
         assert f"| `{preset}` |" in page
 
