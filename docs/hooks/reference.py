@@ -113,8 +113,9 @@ def field_comments(cls: type) -> dict[str, str]:
 def _type_name(annotation: Any) -> str:
     if typing.get_origin(annotation) is typing.Literal:
         return " \\| ".join(f'`"{a}"`' for a in typing.get_args(annotation))
-    text = getattr(annotation, "__name__", None) or str(annotation)
-    return f"`{text.replace('typing.', '')}`"
+    if typing.get_args(annotation):  # tuple[float, float], ...
+        return f"`{str(annotation).replace('typing.', '')}`"
+    return f"`{getattr(annotation, '__name__', annotation)}`"
 
 
 def allowed_range(cls: type, name: str, default: Any) -> str:
@@ -183,6 +184,12 @@ def config_reference() -> str:
         comments = field_comments(cls)
         title = f"`[{table}]`: `{cls.__name__}`" if table else f"top level: `{cls.__name__}`"
         out += [f"## {title}", "", inspect.cleandoc(cls.__doc__ or ""), ""]
+        if cls is config.PrepareConfig:
+            out += [
+                "In a recipe's `[prepare]` table, the pipeline sets the languages and the "
+                "files from `[pipeline]`; `aiayn prepare` takes them as options.",
+                "",
+            ]
         out += ["| key | type | default | range | meaning |", "|---|---|---|---|---|"]
         for field in dataclasses.fields(cls):
             if dataclasses.is_dataclass(types[field.name]) and table == "":
