@@ -10,7 +10,8 @@ from pathlib import Path
 from aiayn.config import TrainConfig
 from aiayn.data import load_prepared
 from aiayn.decode.translator import SearchOptions, Translator
-from aiayn.eval import corpus_scores, make_bleu
+from aiayn.eval import bleu_signature, chrf_signature, corpus_scores, make_bleu
+from aiayn.store.card import ModelCard
 from aiayn.train import Validator
 from aiayn.train.metrics import Metric
 
@@ -20,6 +21,22 @@ SIGNATURES_FILE = "valid_signatures.txt"  # in the run directory: how validation
 def validators_for(cfg: TrainConfig) -> list[Validator]:
     """The extra validation metrics ``cfg`` asks for (``run.valid_bleu``)."""
     return [bleu_validator(cfg)] if cfg.run.valid_bleu else []
+
+
+def card_for(cfg: TrainConfig, command: str = "") -> ModelCard:
+    """What a trainer cannot know of the models it saves: the command and BLEU's signature."""
+    signatures = {}
+    if cfg.run.valid_bleu and cfg.task == "translation":
+        tgt_lang, tokenize = _bleu_arguments(cfg, load_prepared(cfg.data.dir).manifest)
+        signatures[Metric.BLEU.value] = bleu_signature(tgt_lang, tokenize)
+        signatures[Metric.CHRF.value] = chrf_signature()
+    return ModelCard(command=command, signatures=signatures)
+
+
+def _bleu_arguments(cfg: TrainConfig, manifest: dict) -> tuple[str, str | None]:
+    """The target language and the sacreBLEU tokenizer validation BLEU is computed with."""
+    tokenize = "none" if manifest["pretokenized"] else cfg.run.valid_tokenize or None
+    return str(manifest.get("tgt_lang", "")), tokenize
 
 
 def bleu_validator(cfg: TrainConfig) -> Validator:
@@ -33,8 +50,7 @@ def bleu_validator(cfg: TrainConfig) -> Validator:
     valid = data.split(cfg.data.valid_split)
     sources = [valid.src[i].tolist() for i in range(len(valid))]
     references = [data.tgt_tokenizer.decode(valid.tgt[i].tolist()) for i in range(len(valid))]
-    tokenize = "none" if data.manifest["pretokenized"] else cfg.run.valid_tokenize or None
-    tgt_lang = str(data.manifest.get("tgt_lang", ""))
+    tgt_lang, tokenize = _bleu_arguments(cfg, data.manifest)
     make_bleu(tgt_lang, tokenize)  # a missing tokenizer fails now, not after the first updates
     options = SearchOptions(beam=cfg.run.valid_beam, batch_tokens=cfg.data.valid_max_tokens)
     signatures = Path(cfg.run.dir) / SIGNATURES_FILE

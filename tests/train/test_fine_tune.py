@@ -135,6 +135,7 @@ def _tiny_marian(root, texts: list[str]):
     with torch.no_grad():
         model.final_logits_bias.normal_(0.0, 1.0)
     model.save_pretrained(root)
+    (root / "README.md").write_text("---\nlanguage: [en, de]\nlicense: cc-by-4.0\n---\n# tiny\n")
     tokenizer = transformers.MarianTokenizer(
         str(root / "source.spm"), str(root / "target.spm"), str(root / "vocab.json")
     )
@@ -162,7 +163,14 @@ def test_fine_tuning_an_imported_marian_model(tmp_path):
         theirs = hf(**batch).loss  # mean over the target tokens, EOS included
     assert before["nll"] == pytest.approx(float(theirs), rel=1e-4)
 
+    card = (tmp_path / "m" / "README.md").read_text()
+    assert f"Imported from the Hugging Face Marian (opus-mt) model in `{tmp_path / 'hf'}`" in card
+    assert "## Licence\n\ncc-by-4.0 (as the original model's card states)" in card
+    assert f"| parameters | {sum(p.numel() for p in trainer.model.parameters()):,} |" in card
+
     trainer.train()
+    card = (tmp_path / "ft" / "best" / "README.md").read_text()
+    assert f"Fine-tuned from the model in `{tmp_path / 'm'}`" in card
     rows = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").open()]
     assert [r for r in rows if r["kind"] == "valid"][-1]["nll"] < before["nll"]
     assert (

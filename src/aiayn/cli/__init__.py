@@ -7,6 +7,7 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -29,6 +30,7 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["aiayn", *(sys.argv[1:] if argv is None else argv)])
     try:
         return args.handler(args)
     except AiaynError as e:

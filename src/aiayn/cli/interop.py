@@ -78,7 +78,7 @@ ARGOS_HELP = (
 def run_import_marian(args: argparse.Namespace) -> int:
     from aiayn.interop.marian import import_marian
 
-    out = import_marian(args.hf_dir, args.out, overwrite=args.overwrite)
+    out = import_marian(args.hf_dir, args.out, overwrite=args.overwrite, command=args.command_line)
     log(f"imported {args.hf_dir} -> {out}")
     return 0
 

@@ -42,11 +42,17 @@ def run_train(args: argparse.Namespace) -> int:
     allocator = tune_allocator()
     from aiayn.config_io import load_train_config
     from aiayn.train import Trainer
-    from aiayn.validation import validators_for
+    from aiayn.validation import card_for, validators_for
 
     cfg = load_train_config(args.config, args.set)
     reporter = TerminalReporter()
-    trainer = Trainer(cfg, resume=args.resume, reporter=reporter, validators=validators_for(cfg))
+    trainer = Trainer(
+        cfg,
+        resume=args.resume,
+        reporter=reporter,
+        validators=validators_for(cfg),
+        card=card_for(cfg, args.command_line),
+    )
     trainer.log(f"allocator: {allocator}")
     state = trainer.train()
     if state.best_valid is None:
@@ -66,6 +72,7 @@ def run_average(args: argparse.Namespace) -> int:
     from aiayn.train.checkpoint import (
         CHECKPOINTS,
         average_checkpoints,
+        averaged_card,
         list_checkpoints,
         model_assets,
     )
@@ -84,6 +91,7 @@ def run_average(args: argparse.Namespace) -> int:
         if not path.is_dir():
             raise UsageError(f"{path}: not a checkpoint or model directory")
     model, cfg = average_checkpoints(paths)
-    save_model(model, cfg, out, assets=model_assets(paths[-1]))
+    card = averaged_card(paths, args.command_line)
+    save_model(model, cfg, out, assets=model_assets(paths[-1]), card=card)
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {out}")
     return 0

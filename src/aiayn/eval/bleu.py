@@ -92,6 +92,22 @@ def make_bleu(tgt_lang: str = "", tokenize: str | None = None) -> BLEU:
         ) from None
 
 
+def bleu_signature(tgt_lang: str = "", tokenize: str | None = None) -> str:
+    """The sacreBLEU signature of the BLEU ``corpus_scores`` computes with these arguments
+    (one reference)."""
+    return _signature(make_bleu(tgt_lang, tokenize))
+
+
+def chrf_signature() -> str:
+    """The sacreBLEU signature of the chrF ``corpus_scores`` computes (one reference)."""
+    return _signature(CHRF())
+
+
+def _signature(metric: BLEU | CHRF) -> str:
+    metric.corpus_score(["a"], [["a"]])  # sacreBLEU signs a metric once it has scored
+    return str(metric.get_signature())
+
+
 def corpus_scores(
     hypotheses: Sequence[str],
     references: Sequence[str],

@@ -26,6 +26,7 @@ from aiayn.errors import AiaynError
 from aiayn.files import sha256_file
 from aiayn.models import build_model
 from aiayn.store import save_model
+from aiayn.store.card import ModelCard
 
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "gelu": "gelu", "relu": "relu"}
 REQUIRED = {  # config field -> the only value aiayn supports, for fields it does not map
@@ -41,9 +42,12 @@ class MarianImportError(AiaynError):
     """A Hugging Face directory aiayn cannot import; the message names the file or field."""
 
 
-def import_marian(hf_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> Path:
+def import_marian(
+    hf_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False, command: str = ""
+) -> Path:
     """Read the Marian model in ``hf_dir`` and write it to ``out_dir`` as an aiayn model
-    directory (``translate``, ``serve`` and ``plot attention`` use it unchanged)."""
+    directory (``translate``, ``serve`` and ``plot attention`` use it unchanged), with a
+    model card that names its origin and the licence its own card states."""
     hf = Path(hf_dir)
     config = _read_json(hf / "config.json")
     tokenizer_config = _read_json(hf / "tokenizer_config.json", missing_ok=True)
@@ -71,7 +75,47 @@ def import_marian(hf_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
     )
     assets = {name: (hf / name).read_bytes() for name in names}
     assets[TOKENIZER_FILE] = tokenizer_info_json(info).encode()
-    return save_model(model, cfg, out_dir, assets=assets, replace=overwrite)
+    card = ModelCard(
+        origin=f"Imported from the Hugging Face Marian (opus-mt) model in `{hf}`; its own "
+        "card there tells its training data and scores.",
+        command=command,
+        license=_license(hf / "README.md"),
+        limits=_marian_limits(src_tok),
+        notes={"Weights": f"`{_weights_file(hf)}`, SHA-256 `{sha256_file(_weights_file(hf))}`"},
+    )
+    return save_model(model, cfg, out_dir, assets=assets, replace=overwrite, card=card)
+
+
+def _weights_file(hf: Path) -> Path:
+    return (
+        hf / "model.safetensors"
+        if (hf / "model.safetensors").is_file()
+        else (hf / "pytorch_model.bin")
+    )
+
+
+def _license(readme: Path) -> str:
+    """The ``license:`` of a Hugging Face card's YAML front matter, or ""."""
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if not text.startswith("---"):
+        return ""
+    front = text[3:].split("\n---", 1)[0]
+    for line in front.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "license" and value.strip():
+            return f"{value.strip()} (as the original model's card states)"
+    return ""
+
+
+def _marian_limits(src: MarianTokenizer) -> tuple[str, ...]:
+    codes = sorted(p for p in src.ids if p.startswith(">>") and p.endswith("<<"))
+    if not codes:
+        return ()
+    shown = ", ".join(codes[:5]) + (", ..." if len(codes) > 5 else "")
+    return (f"Multilingual: each input starts with a target-language token ({shown}).",)
 
 
 def model_config(

@@ -14,8 +14,10 @@ from torch import nn
 from aiayn.accel import DEFAULT_PROFILE
 from aiayn.config import ConfigError, ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
+from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
 from aiayn.errors import AiaynError
 from aiayn.files import DestinationError, atomic_directory, write_failure
+from aiayn.store.card import CARD_FILE, ModelCard, render_card
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -45,13 +47,16 @@ def save_model(
     *,
     assets: dict[str, bytes] | None = None,
     replace: bool = True,
+    card: ModelCard | None = None,
 ) -> Path:
-    """Write the model directory ``directory`` whole, or not at all.
+    """Write the model directory ``directory`` whole, or not at all, with its model card
+    (``README.md``).
 
     Args:
         assets: further files (name -> content), e.g. the tokenizers.
         replace: replace an existing model directory there. Nothing else is ever replaced:
             not a training checkpoint, not a directory aiayn did not write.
+        card: what the caller knows of the model's making (data, command, scores, licence).
     """
     try:
         with atomic_directory(
@@ -60,12 +65,24 @@ def save_model(
             write_model_files(tmp, model, cfg)
             for name, content in (assets or {}).items():
                 (tmp / name).write_bytes(content)
+            (tmp / CARD_FILE).write_text(_card_text(model, cfg, assets or {}, card), "utf-8")
     except (OSError, SafetensorError) as e:
         reason = write_failure(e)
         if reason is None:
             raise
         raise DestinationError(f"cannot save {directory}: {reason}") from None
     return Path(directory)
+
+
+def _card_text(
+    model: nn.Module, cfg: ModelConfig, assets: dict[str, bytes], card: ModelCard | None
+) -> str:
+    try:
+        tokenizer = TokenizerInfo(**json.loads(assets[TOKENIZER_FILE]))
+    except (KeyError, ValueError, TypeError):
+        tokenizer = None
+    parameters = sum(p.numel() for p in model.parameters())  # tied weights once
+    return render_card(card or ModelCard(), cfg, parameters=parameters, tokenizer=tokenizer)
 
 
 def is_model_directory(path: Path) -> bool:

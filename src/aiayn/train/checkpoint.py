@@ -24,6 +24,7 @@ from torch import nn
 from aiayn.config import ModelConfig
 from aiayn.errors import AiaynError
 from aiayn.files import atomic_directory, sha256_file, write_failure
+from aiayn.store.card import CARD_FILE, ModelCard, dataset_files
 from aiayn.store.model_dir import (
     CONFIG_FILE,
     TRAINING_STATE_FILE,
@@ -233,9 +234,33 @@ def average_checkpoints(paths: list[Path]) -> tuple[nn.Module, ModelConfig]:
 # --8<-- [end:average_checkpoints]
 
 
+def averaged_card(paths: list[Path], command: str = "") -> ModelCard:
+    """The model card of the average of ``paths``: its run's config and data, when the
+    checkpoints are a run's."""
+    run = paths[-1].parent.parent if paths[-1].parent.name == CHECKPOINTS else None
+    config = None
+    if run is not None:
+        try:
+            config = json.loads((run / "config.json").read_text())
+        except (OSError, ValueError):
+            config = None
+    config = config if isinstance(config, dict) else None
+    data = config.get("data", {}) if config else {}
+    started_from = config.get("run", {}).get("init_from", "") if config else ""
+    where = f" of the run in {run}" if run is not None else ""
+    return ModelCard(
+        origin=f"The average of the weights of {len(paths)} checkpoints "
+        f"({paths[0].name} .. {paths[-1].name}){where} (§6.1).",
+        command=command,
+        config=config,
+        started_from=started_from if isinstance(started_from, str) else "",
+        data=dataset_files(data["dir"]) if isinstance(data, dict) and data.get("dir") else (),
+    )
+
+
 def model_assets(model_dir: Path) -> dict[str, bytes]:
     """The non-weight files of a model directory (tokenizers), to carry into another."""
-    skip = {WEIGHTS_FILE, CONFIG_FILE, OPTIMIZER_FILE, TRAINER_FILE, CHECKSUMS_FILE}
+    skip = {WEIGHTS_FILE, CONFIG_FILE, OPTIMIZER_FILE, TRAINER_FILE, CHECKSUMS_FILE, CARD_FILE}
     return {
         p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file() and p.name not in skip
     }

@@ -8,7 +8,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -31,6 +31,7 @@ from aiayn.runtime import (
     resolve_precision,
     select_device,
 )
+from aiayn.store.card import ModelCard, Score, dataset_files
 from aiayn.store.model_dir import read_model_config, save_model
 from aiayn.train.checkpoint import (
     list_checkpoints,
@@ -82,9 +83,11 @@ class Trainer:
         resume: bool = False,
         reporter: Reporter | None = None,
         validators: Sequence[Validator] = (),
+        card: ModelCard | None = None,
     ):
         self.cfg = cfg
         self.validators = list(validators)
+        self.card = card or ModelCard()  # what the caller knows: the command, BLEU's signature
         self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
         self.run_dir = Path(cfg.run.dir)
         self.reporter = reporter or SilentReporter()
@@ -383,7 +386,11 @@ class Trainer:
             self.state.stale_validations = 0
             if self.dist.is_main:
                 save_model(
-                    self.model, self.model_cfg, self.run_dir / "best", assets=self.task.assets()
+                    self.model,
+                    self.model_cfg,
+                    self.run_dir / "best",
+                    assets=self.task.assets(),
+                    card=self._card(row),
                 )
         else:
             self.state.stale_validations += 1
@@ -399,6 +406,30 @@ class Trainer:
             self.log(f"early stop: no improvement in {patience} validations")
             return True
         return False
+
+    def _card(self, row: Row) -> ModelCard:
+        """The model card of the model as it is now, validated with ``row``."""
+        cfg, state = self.cfg, self.state
+        split, note = cfg.data.valid_split, f"update {state.update}, during training"
+        scores = [Score(split, "loss (nll)", row[Metric.NLL], note=note)]
+        scores.append(Score(split, "perplexity", row[Metric.PPL], note=note))
+        search = "greedy" if cfg.run.valid_beam == 1 else f"beam {cfg.run.valid_beam}"
+        for metric, name in ((Metric.BLEU, "BLEU"), (Metric.CHRF, "chrF")):
+            if metric in row:
+                signature = self.card.signatures.get(metric.value, "")
+                scores.append(Score(split, f"{name} ({search})", row[metric], signature, note))
+        started = f", starting from {cfg.run.init_from}" if cfg.run.init_from else ""
+        return replace(
+            self.card,
+            origin=self.card.origin
+            or f"Trained by aiayn for {state.update:,} updates ({state.tokens:,} target "
+            f"tokens{started}); the checkpoint with the best validation "
+            f"{self.criterion.metric.value}.",
+            config=config_to_dict(cfg),
+            started_from=cfg.run.init_from,
+            data=dataset_files(cfg.data.dir),
+            scores=tuple(scores),
+        )
 
     def save(self) -> Path | None:
         if not self.dist.is_main:
