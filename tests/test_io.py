@@ -21,9 +21,13 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path):
     with torch.no_grad():
         assert torch.equal(model(src, tgt), loaded(src, tgt))
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "README.md",  # the model card, even when the caller knows nothing more
         "config.json",
         "model.safetensors",
     ]
+    card = (tmp_path / "m" / "README.md").read_text()
+    assert f"| parameters | {sum(p.numel() for p in model.parameters()):,} |" in card
+    assert "pre-norm" in card and "sinusoidal" not in card  # read from this model's config
 
 
 def test_corrupted_weights_give_a_clear_error(tmp_path):

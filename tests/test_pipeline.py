@@ -162,3 +162,31 @@ def test_named_corpora_are_looked_for_where_the_user_says(tmp_path, monkeypatch)
     assert default_corpus_dir("files") is None
     monkeypatch.delenv("AIAYN_DATA_DIR")
     assert default_corpus_dir("multi30k").resolve() == (tmp_path / "shared/data/multi30k").resolve()
+
+
+def test_a_recipe_can_start_from_a_model_and_its_card_records_the_test_scores(
+    tmp_path, trained_model_dir
+):
+    """``run.init_from`` in a recipe (relative to it): the corpus is encoded with the
+    model's tokenizers, training starts from its weights, and the final model's card holds
+    the test scores with their signatures."""
+    recipe_file = _own_corpus_recipe(tmp_path)
+    shutil.copytree(trained_model_dir, tmp_path / "base")
+    tuned_file = recipe_file.with_name("tuned.toml")
+    tuned_file.write_text(
+        'extends = "mine.toml"\n'
+        "[model]\ndropout = 0.0\n"  # the rest of [model] is the base model's, as mine.toml's
+        '[run]\ninit_from = "../base"\nmax_updates = 10\nsave_every = 5\n'
+    )
+    messages = Messages()
+    recipe = recipe_from_dict(load_toml(str(tuned_file)), recipe_dir=str(tuned_file.parent))
+    work = tmp_path / "tuned"
+    result = run_pipeline(recipe, work, recipe_dir=tuned_file.parent, reporter=messages)
+    assert result.updates == 10
+    assert f"starting from the weights of {recipe_file.parent / '../base'}" in "\n".join(messages)
+    assert sha256_file(work / "data" / "spm.model") == sha256_file(tmp_path / "base" / "spm.model")
+    card = (work / "model" / "README.md").read_text()
+    assert f"Fine-tuned from the model in `{recipe_file.parent / '../base'}`" in card
+    [test] = result.tests
+    assert f"| test | BLEU | {test.bleu:.2f} | beam 2, α 0.6 | `{test.bleu_signature}` |" in card
+    assert f"| test | chrF | {test.chrf:.2f} | beam 2, α 0.6 | `{test.chrf_signature}` |" in card

@@ -221,8 +221,12 @@ def _toml() -> Any:
     return tomllib
 
 
-def recipe_from_dict(values: dict[str, Any], *, where: str = "recipe") -> Recipe:
-    values = dict(values)
+def recipe_from_dict(
+    values: dict[str, Any], *, where: str = "recipe", recipe_dir: str = ""
+) -> Recipe:
+    """A Recipe; with ``recipe_dir``, a relative ``run.init_from`` (or ``prepare.vocab_from``)
+    is relative to it, as the recipe's own file prefixes are."""
+    values = _relative_to(dict(values), recipe_dir) if recipe_dir else dict(values)
     pipeline = config_from_dict(PipelineConfig, values.pop("pipeline", {}), where=f"{where}")
     prepare = dict(values.pop("prepare", {}))
     fixed = {"src_lang", "tgt_lang", "train", "valid", "test"}
@@ -236,6 +240,15 @@ def recipe_from_dict(values: dict[str, Any], *, where: str = "recipe") -> Recipe
     return Recipe(
         pipeline=pipeline, prepare=prepare, train=train_config_from_dict(values, where=where)
     )
+
+
+def _relative_to(values: dict[str, Any], base: str) -> dict[str, Any]:
+    for table, key in (("run", "init_from"), ("prepare", "vocab_from")):
+        fields = values.get(table)
+        path = fields.get(key) if isinstance(fields, dict) else None
+        if isinstance(path, str) and path and not os.path.isabs(path):
+            values[table] = {**fields, key: os.path.join(base, path)}
+    return values
 
 
 def load_train_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.pipeline import default_corpus_dir, run_pipeline
 
     work = args.work or str(Path("runs") / Path(args.recipe).stem)
-    recipe = recipe_from_dict(apply_overrides(load_toml(args.recipe), args.set), where=args.recipe)
+    values = apply_overrides(load_toml(args.recipe), args.set)
+    recipe = recipe_from_dict(values, where=args.recipe, recipe_dir=str(Path(args.recipe).parent))
     corpus = args.corpus or default_corpus_dir(recipe.pipeline.dataset)
     log(f"aiayn pipeline {args.recipe} -> {work} (corpus: {corpus or 'download'}; {allocator})")
     result = run_pipeline(
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         corpus_from=corpus,
         recipe_dir=Path(args.recipe).parent,
         reporter=TerminalReporter(),
+        command=args.command_line,
     )
     print(format_results(result, recipe))
     return 0

@@ -60,6 +60,7 @@ def run_pipeline(
     recipe_dir: str | Path = ".",
     reporter: Reporter | None = None,
     stages: tuple[Stage, ...] = STAGES,
+    command: str = "",
 ) -> PipelineResult:
     """Run every stage of ``recipe`` in ``work_dir`` (skipping those already done) and write
     ``results.json`` there.
@@ -71,6 +72,7 @@ def run_pipeline(
         corpus_from: a local copy of a named corpus (Multi30k, WMT14) instead of a download.
         recipe_dir: what relative file prefixes of ``dataset = "files"`` are relative to.
         stages: the stages to run, in order.
+        command: the command that ran it, for the model card.
     """
     start = time.perf_counter()
     work = Path(work_dir)
@@ -85,6 +87,7 @@ def run_pipeline(
             reporter=reporter or SilentReporter(),
             resources=resources,
             alpha=recipe.pipeline.alpha,
+            command=command,
         )
         for stage in stages:
             if stage.when(job):

@@ -3,6 +3,7 @@ whether preparing it again would orphan the checkpoints trained on it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,6 +27,20 @@ def prepared_manifest(data_dir: Path) -> dict:
 def manifest_options(cfg: PrepareConfig) -> dict:
     """``cfg`` as a manifest records it (JSON values: lists, not tuples)."""
     return json.loads(json.dumps(config_to_dict(cfg)))
+
+
+def recorded_options(manifest: dict) -> dict | None:
+    """The options a manifest records, with the defaults of fields added to PrepareConfig
+    since it was written (a dataset prepared before a new option had its default)."""
+    options = manifest.get("options")
+    if not isinstance(options, dict):
+        return None
+    defaults = {
+        f.name: json.loads(json.dumps(f.default))
+        for f in dataclasses.fields(PrepareConfig)
+        if f.default is not dataclasses.MISSING
+    }
+    return defaults | options
 
 
 def changed_text(manifest: dict, cfg: PrepareConfig) -> str | None:

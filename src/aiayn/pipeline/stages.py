@@ -33,12 +33,20 @@ from aiayn.pipeline.prepared import (
     check_checkpoints_allow,
     manifest_options,
     prepared_manifest,
+    recorded_options,
 )
+from aiayn.store.card import Score
 from aiayn.store.model_dir import is_model_directory, save_model
+from aiayn.store.model_dir import load_model as load_model_dir
 from aiayn.train import Trainer, TrainerState, list_checkpoints
-from aiayn.train.checkpoint import CHECKSUMS_FILE, average_checkpoints, model_assets
+from aiayn.train.checkpoint import (
+    CHECKSUMS_FILE,
+    average_checkpoints,
+    averaged_card,
+    model_assets,
+)
 from aiayn.train.metrics import Reporter
-from aiayn.validation import validators_for
+from aiayn.validation import card_for, validators_for
 
 
 @dataclass
@@ -64,6 +72,7 @@ class Job:
     recipe_dir: Path
     reporter: Reporter
     resources: contextlib.ExitStack  # closed when the pipeline ends (the decoding process)
+    command: str = ""  # the command that ran the pipeline, for the model card
     corpus: CorpusFiles | None = None  # "corpus"
     trained: TrainerState | None = None  # "train"
     translator: TranslatorProcess | None = None  # "load model"
@@ -144,7 +153,8 @@ def prepare_config(job: Job) -> PrepareConfig:
         train=corpus.train,
         valid=corpus.valid,
         pretokenized=corpus.pretokenized,
-        **job.recipe.prepare,
+        # a model to start from encodes the corpus with its own tokenizers
+        **({"vocab_from": job.recipe.train.run.init_from} | job.recipe.prepare),
     )
 
 
@@ -152,14 +162,15 @@ def prepared(job: Job) -> bool:
     """The dataset was prepared with the recipe's options, from the same text."""
     cfg = prepare_config(job)
     manifest = prepared_manifest(job.data_dir)
-    return manifest.get("options") == manifest_options(cfg) and changed_text(manifest, cfg) is None
+    same_options = recorded_options(manifest) == manifest_options(cfg)
+    return same_options and changed_text(manifest, cfg) is None
 
 
 def prepare_data(job: Job) -> None:
     cfg = prepare_config(job)
     manifest = prepared_manifest(job.data_dir)
     changed = changed_text(manifest, cfg)
-    check_checkpoints_allow(manifest.get("options"), manifest_options(cfg), changed, job.run_dir)
+    check_checkpoints_allow(recorded_options(manifest), manifest_options(cfg), changed, job.run_dir)
     if changed is not None:
         job.log(f"{changed} changed since {job.data_dir} was prepared: preparing it again")
     workers = min(4, os.cpu_count() or 1)
@@ -177,7 +188,13 @@ def train(job: Job) -> None:
             run, dir=str(job.run_dir), valid_tokenize=run.valid_tokenize or job.p.tokenize
         ),
     )
-    trainer = Trainer(cfg, resume=True, reporter=job.reporter, validators=validators_for(cfg))
+    trainer = Trainer(
+        cfg,
+        resume=True,
+        reporter=job.reporter,
+        validators=validators_for(cfg),
+        card=card_for(cfg, job.command),
+    )
     job.trained = trainer.train()
     del trainer
     release_free_memory()  # the trainer's heap: this process only waits from now on
@@ -204,7 +221,8 @@ def averaged(job: Job) -> bool:
 def average(job: Job) -> None:
     checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
     model, cfg = average_checkpoints(checkpoints)
-    save_model(model, cfg, job.model_dir, assets=model_assets(checkpoints[-1]))
+    card = averaged_card(checkpoints, job.command)
+    save_model(model, cfg, job.model_dir, assets=model_assets(checkpoints[-1]), card=card)
     stamp = job.work / AVERAGED
     stamp.with_suffix(".tmp").write_text(json.dumps(_averaged_stamp(job), indent=2))
     stamp.with_suffix(".tmp").replace(stamp)
@@ -280,6 +298,23 @@ def translate_split(job: Job, split: str, prefix: str) -> TestResult:
     )
 
 
+def write_card(job: Job) -> None:
+    """Writes the model directory again with its test scores on its card (whole, as every
+    model directory is written)."""
+    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    scores = [
+        Score(t.split, name, value, signature, f"beam {job.p.beam}, α {job.alpha}")
+        for t in job.tests
+        for name, value, signature in (
+            ("BLEU", t.bleu, t.bleu_signature),
+            ("chrF", t.chrf, t.chrf_signature),
+        )
+    ]
+    card = dataclasses.replace(averaged_card(checkpoints, job.command), scores=tuple(scores))
+    model, cfg = load_model_dir(job.model_dir)
+    save_model(model, cfg, job.model_dir, assets=model_assets(job.model_dir), card=card)
+
+
 def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: PipelineConfig):
     """BLEU (tokenised for the target language, or as the recipe's ``tokenize`` says;
     ``none`` for pre-tokenised text) and chrF."""
@@ -295,4 +330,5 @@ STAGES: tuple[Stage, ...] = (
     Stage("load model", "", load_model),
     Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
     Stage("translate and score", "results/", translate_and_score),
+    Stage("model card", "model/README.md", write_card, when=lambda job: bool(job.tests)),
 )
