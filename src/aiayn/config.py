@@ -184,9 +184,9 @@ class PrepareConfig:
     train_limit: int = 0  # use only the first N training pairs (0: all), for quick runs
     vocab_sample: int = 1_000_000  # sentences sampled from the training text for the vocabulary
     shard_size: int = 1_000_000  # pairs per shard of a prepared split
-    # a model directory whose tokenizers encode the corpus (no vocabulary is trained; the
-    # vocabulary fields above are then unused), so that the model can be fine-tuned on it
-    vocab_from: str = ""
+    # With vocab_from, no vocabulary is trained (the fields above are unused): the corpus is
+    # encoded with the model's own tokenizers and special ids, so the model can be trained on it.
+    vocab_from: str = ""  # a model directory whose tokenizers encode the corpus (fine-tuning)
 
     def __post_init__(self) -> None:
         if self.vocab_size < 8:
@@ -286,9 +286,9 @@ class RunConfig:
     valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
     valid_beam: int = 1  # beam size for validation BLEU (1: greedy)
     valid_tokenize: BleuTokenize = ""  # validation BLEU's tokenizer ("": by target language)
-    # a model directory to start from (fine-tuning): its weights and architecture (fields of
-    # [model] not set are taken from it; dropout may differ), with a fresh optimiser and schedule
-    init_from: str = ""
+    # With init_from, the [model] fields not set are the model's, those set must agree (but
+    # the dropout rates); the optimiser and schedule are this config's, from update 0.
+    init_from: str = ""  # a model directory to start from (fine-tuning): its weights
 
     def __post_init__(self) -> None:
         check_ranges(
