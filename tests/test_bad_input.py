@@ -875,6 +875,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("serve: --queue-size 0", NONE, [*SERVE, "--queue-size", "0"], "--queue-size"),
     ("serve: two models, one pair", NONE, [*SERVE, "--model", "{w}/run/best"], "a second model"),
     (
+        "serve: --suggestions unwritable",
+        NONE,
+        [*SERVE, "--suggestions", "{t}/no/such/dir/s.jsonl"],
+        "cannot write suggestions",
+    ),
+    (
         "serve: translation and language models",
         NONE,
         [*SERVE, "--model", "{w}/lmrun/best"],

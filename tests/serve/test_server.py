@@ -28,8 +28,68 @@ def test_libretranslatepy_translates_detects_and_lists_languages(server, en_de):
 
     api = LibreTranslateAPI(server.url)
     assert api.translate(SENTENCES[0], "en", "de") == expected_translations(en_de, SENTENCES[:1])[0]
-    assert api.detect(SENTENCES[0]) == [{"confidence": 100.0, "language": "en"}]
+    assert [d["language"] for d in api.detect("the dog runs in the park")] == ["en", "de"]
+    detected = api.detect("der Hund läuft im Park")
+    assert detected[0]["language"] == "de"
+    assert sum(d["confidence"] for d in detected) == pytest.approx(100, abs=0.05)
     assert [lang["code"] for lang in api.languages()] == ["en", "de"]
+
+
+def test_libretranslate_aio_files_settings_suggestions_and_health(server, en_de, tmp_path):
+    """The async client's every call: a text file is translated line by line (blank lines
+    and spacing kept), the frontend settings describe this server, suggestions are refused
+    (the server keeps none unless told), /health is ok."""
+    import asyncio
+
+    from libretranslate_aio import AsyncLibreTranslate
+    from libretranslate_aio.exceptions import LibreTranslateError
+
+    text = f"{SENTENCES[0]}\n\n  {SENTENCES[1]}\r\n{SENTENCES[2]}"
+    expected = expected_translations(en_de, SENTENCES)
+    (tmp_path / "notes.txt").write_text(text, encoding="utf-8", newline="")
+
+    async def session():
+        async with AsyncLibreTranslate(server.url, timeout=60) as client:
+            done = await client.translate(SENTENCES[0], source="auto", target="de")
+            url = (
+                await client.translate_file(tmp_path / "notes.txt", "en", "de")
+            ).translated_file_url
+            settings = await client.frontend_settings()
+            detected = await client.detect(SENTENCES[1])
+            with pytest.raises(LibreTranslateError, match="Suggestions are disabled"):
+                await client.suggest("the dog", "der hund", "en", "de")
+            return done, url, settings, detected, await client.health()
+
+    done, url, settings, detected, healthy = asyncio.run(session())
+    assert done.translated_text == expected[0]
+    assert done.detected_language.language == "en" and done.detected_language.confidence > 50
+    download = httpx.get(url)
+    assert download.status_code == 200
+    assert download.headers["content-disposition"] == 'attachment; filename="notes.txt"'
+    assert download.content.decode() == f"{expected[0]}\n\n  {expected[1]}\r\n{expected[2]}"
+    assert settings.char_limit == 5000 and not settings.suggestions and not settings.key_required
+    assert settings.supported_files_format == [".txt"]
+    assert (settings.language.source.code, settings.language.target.code) == ("en", "de")
+    assert detected[0].language == "en" and healthy
+    assert httpx.get(server.url + "/download_file/nothing.txt").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("files", "data", "words"),
+    [
+        ({"file": ("a.pdf", b"dog")}, {"source": "en", "target": "de"}, "format not supported"),
+        ({"file": ("a.txt", b"\xff\xfe")}, {"source": "en", "target": "de"}, "not UTF-8"),
+        ({"file": ("a.txt", b" \n")}, {"source": "en", "target": "de"}, "empty file"),
+        ({"file": ("a.txt", b"d" * 6000)}, {"source": "en", "target": "de"}, "exceeds text limit"),
+        ({"file": ("a.txt", b"dog")}, {"source": "en"}, "missing target"),
+        ({"file": ("a.txt", b"dog")}, {"source": "xx", "target": "de"}, "xx is not supported"),
+        (None, {"source": "en", "target": "de"}, "missing file"),
+    ],
+)
+def test_bad_files_get_a_clear_400(server, files, data, words):
+    response = httpx.post(server.url + "/translate_file", files=files, data=data)
+    assert response.status_code == 400
+    assert words in response.json()["error"]
 
 
 def test_deep_translator_translates(server, en_de):
@@ -121,8 +181,20 @@ def test_api_keys_cors_queue_and_time_outs(en_de, tmp_path):
         "200",
         "--timeout",
         "0.1",
+        "--suggestions",
+        str(tmp_path / "suggested.jsonl"),
     )
     try:
+        suggestion = {"q": "the dog", "s": "der hund", "source": "en", "target": "de"}
+        assert httpx.post(s.url + "/suggest", data=suggestion).status_code == 403  # no key
+        kept = httpx.post(s.url + "/suggest", data={**suggestion, "api_key": "secret-1"})
+        assert kept.json() == {"success": True}
+        assert [json.loads(line) for line in (tmp_path / "suggested.jsonl").open()] == [suggestion]
+        assert (
+            httpx.post(s.url + "/suggest", data={"q": "x", "api_key": "secret-1"}).status_code
+            == 400
+        )
+        assert httpx.get(s.url + "/frontend/settings").json()["keyRequired"] is True
         body = {"q": "dog", "target": "de"}
         denied = httpx.post(s.url + "/translate", json=body)
         assert denied.status_code == 403 and denied.json()["error"] == "Invalid API key"
@@ -242,38 +314,48 @@ def _transformers() -> int:
 
 def test_several_models_each_under_its_language_pair(en_de, tmp_path):
     """Two models in one server: ``/languages`` lists both pairs, each request is decoded
-    by the model of its pair; a second model for a pair is refused."""
+    by the model of its pair (``source: auto`` by the language lingua finds); a second model
+    for a pair is refused."""
     from fastapi.testclient import TestClient
     from safetensors.torch import load_file, save_file
 
     from aiayn.serve.app import create_app
     from aiayn.serve.common import ServeSettings
 
-    en_fr = tmp_path / "en-fr"
-    shutil.copytree(en_de, en_fr)
-    info = json.loads((en_fr / "tokenizer.json").read_text())
-    (en_fr / "tokenizer.json").write_text(json.dumps({**info, "tgt_lang": "fr"}))
-    weights = load_file(en_fr / "model.safetensors")
+    fr_de = tmp_path / "fr-de"
+    shutil.copytree(en_de, fr_de)
+    info = json.loads((fr_de / "tokenizer.json").read_text())
+    (fr_de / "tokenizer.json").write_text(json.dumps({**info, "src_lang": "fr"}))
+    weights = load_file(fr_de / "model.safetensors")
     noise = torch.Generator().manual_seed(0)
     weights = {k: v + 0.3 * torch.randn(v.shape, generator=noise) for k, v in weights.items()}
-    save_file(weights, en_fr / "model.safetensors")
+    save_file(weights, fr_de / "model.safetensors")
+    english, french = "the dog runs in the park", "le chien court dans le jardin"
+    by = {"en": en_de, "fr": fr_de}
     expected = {
-        lang: expected_translations(m, SENTENCES) for lang, m in (("de", en_de), ("fr", en_fr))
+        (lang, text): expected_translations(by[lang], [text])[0]
+        for lang in by
+        for text in (english, french)
     }
-    assert expected["de"] != expected["fr"]  # the test can tell the models apart
+    assert expected["en", english] != expected["fr", english]  # the test tells them apart
 
-    settings = ServeSettings(models=(str(en_de), str(en_fr)), workers=1)
+    settings = ServeSettings(models=(str(en_de), str(fr_de)), workers=1)
     with TestClient(create_app(settings)) as client:
         languages = {lang["code"]: lang["targets"] for lang in client.get("/languages").json()}
-        assert languages == {"en": ["de", "fr"], "de": [], "fr": []}
-        for target in ("fr", "de"):
-            body = {"q": SENTENCES, "source": "en", "target": target}
-            assert client.post("/translate", json=body).json()["translatedText"] == expected[target]
+        assert languages == {"en": ["de"], "fr": ["de"], "de": []}
+        for source in ("fr", "en"):
+            body = {"q": english, "source": source, "target": "de"}
+            answer = client.post("/translate", json=body).json()
+            assert answer["translatedText"] == expected[source, english]
+        for source, text in (("fr", french), ("en", english)):
+            body = {"q": text, "source": "auto", "target": "de"}
+            answer = client.post("/translate", json=body).json()
+            assert answer["translatedText"] == expected[source, text]
+            assert answer["detectedLanguage"]["language"] == source
         unknown = client.post("/translate", json={"q": "dog", "source": "en", "target": "es"})
         assert unknown.status_code == 400
         assert (
-            unknown.json()["error"]
-            == "es is not supported (from en this server translates to de, fr)"
+            unknown.json()["error"] == "es is not supported (from en this server translates to de)"
         )
 
     twin = tmp_path / "twin"

@@ -58,6 +58,11 @@ def add_parsers(sub) -> None:
     )
     s.add_argument("--api-keys", metavar="FILE", help="accept only these keys (one a line)")
     s.add_argument(
+        "--suggestions",
+        metavar="FILE",
+        help="accept /suggest, appending each suggestion to FILE (one JSON object a line)",
+    )
+    s.add_argument(
         "--cors",
         nargs="*",
         default=["*"],
@@ -112,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         char_limit=args.char_limit,
         api_keys=read_api_keys(args.api_keys) if args.api_keys else None,
+        suggestions=args.suggestions,
         cors_origins=tuple(args.cors),
     )
     _check_address(args.host, args.port)

@@ -38,6 +38,7 @@ class ServeSettings:
     max_alternatives: int = 4
     max_tokens_limit: int = 2048  # completions: the most tokens one request may ask for
     api_keys: frozenset[str] | None = None  # None: no key needed
+    suggestions: str | None = None  # a file /suggest appends to; None: /suggest is refused
     cors_origins: tuple[str, ...] = ("*",)
 
 

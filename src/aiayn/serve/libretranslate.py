@@ -1,20 +1,30 @@
 """LibreTranslate's HTTP API for translation models, written from its public documentation:
 ``POST /translate`` (``q`` a string or a list, ``source`` or ``auto``, ``target``, ``format``
-``text`` or ``html``, ``alternatives``), ``GET /languages``, ``POST /detect``; errors as
-``{"error": ...}`` with 400, 403, 429, 500 (and 503 while stopping or on time-out). Several
-models, each under its language pair: a request goes to the model of its source and target.
+``text`` or ``html``, ``alternatives``), ``POST /translate_file`` (a text file, multipart;
+its translation at ``GET /download_file/...``), ``GET /languages``, ``POST /detect`` (lingua,
+among the served languages), ``GET /frontend/settings``, ``POST /suggest`` (403 unless the
+server keeps suggestions); errors as ``{"error": ...}`` with 400, 403, 404, 429, 500 (and 503
+while stopping or on time-out). Several models, each under its language pair: a request goes
+to the model of its source and target (``source: auto``: of the language lingua finds).
 Also the web page at ``/`` and the attention heatmap it shows.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+import json
 import re
+import threading
+import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.datastructures import UploadFile
 
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import load_tokenizers
@@ -22,6 +32,7 @@ from aiayn.decode.process import DecoderCrashed, DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError
 from aiayn.errors import AiaynError
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
+from aiayn.serve.detect import LanguageIdentifier
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
@@ -34,8 +45,50 @@ LANGUAGE_NAMES = {
     "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sv": "Swedish",
     "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
 }  # fmt: skip
+FILE_FORMATS = (".txt",)  # /translate_file: text files
+KEPT_FILES = 256  # translated files kept for /download_file
+FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
 TAG = re.compile(r"(<!--.*?-->|<[^>]*>)", re.DOTALL)
 RAW_TEXT = re.compile(r"<(script|style)\b", re.IGNORECASE)
+
+
+class TranslatedFiles:
+    """The latest translated files, in memory for ``/download_file`` (the oldest go first)."""
+
+    def __init__(self, keep: int = KEPT_FILES):
+        self.keep = keep
+        self._files: OrderedDict[str, bytes] = OrderedDict()
+
+    def add(self, filename: str, content: bytes) -> str:
+        """Keep ``content``; the name to download it by (``<random>.<filename>``)."""
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", filename)[-100:]
+        name = f"{uuid.uuid4().hex}.{safe}"
+        self._files[name] = content
+        while len(self._files) > self.keep:
+            self._files.popitem(last=False)
+        return name
+
+    def get(self, name: str) -> bytes | None:
+        return self._files.get(name)
+
+
+class Suggestions:
+    """Better translations users suggest (``/suggest``), one JSON object a line appended to
+    a file (``aiayn serve --suggestions FILE``)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            with self.path.open("a", encoding="utf-8"):
+                pass
+        except OSError as e:
+            raise AiaynError(f"{path}: cannot write suggestions there ({e.strerror})") from None
+        self._lock = threading.Lock()
+
+    def add(self, *, q: str, s: str, source: str, target: str) -> None:
+        line = json.dumps({"q": q, "s": s, "source": source, "target": target}, ensure_ascii=False)
+        with self._lock, self.path.open("a", encoding="utf-8") as out:
+            out.write(line + "\n")
 
 
 @dataclass(eq=False)
@@ -55,6 +108,7 @@ class LibreTranslate:
 
     def __init__(self, settings: ServeSettings):
         self.settings = settings
+        self.suggestions = Suggestions(settings.suggestions) if settings.suggestions else None
         found = _languages(settings.models)
         spec = [
             DecoderSpec(model, settings.device, settings.profile, settings.threads)
@@ -80,6 +134,8 @@ class LibreTranslate:
             )
             self.pairs[source, target] = Pair(model, source, target, tokenizer, engine)
         self.first = next(iter(self.pairs.values()))  # the page's pair
+        self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
+        self.files = TranslatedFiles()
 
     def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
         return {"error": message}
@@ -115,6 +171,32 @@ class LibreTranslate:
             for code, found in targets.items()
         ]
 
+    def detect(self, text: str) -> list[dict[str, Any]]:
+        """``/detect``: the served languages, most likely first, with lingua's confidence."""
+        return [
+            {"confidence": value, "language": code}
+            for code, value in self.identifier.confidences(text)
+        ]
+
+    def source_of(self, text: str, target: str) -> tuple[str, float]:
+        """The source language of ``text`` for ``source: auto``, and the confidence in it: the
+        most likely of the languages served toward ``target`` (of every served source when
+        none is: a multilingual model's target). One such language is taken as it is (with
+        confidence 0 when lingua does not know it).
+
+        Raises:
+            ApiError: 400 when several languages could be meant and none is identified.
+        """
+        sources = {s for s, t in self.pairs if t == target} or {s for s, _ in self.pairs}
+        for code, value in self.identifier.confidences(text):
+            if code in sources:
+                return code, value
+        if len(sources) > 1:
+            raise ApiError(
+                400, f"give the source language: {target} is served from {_listed(sources)}"
+            )
+        return next(iter(sources)), 0.0
+
     def route(self, source: str, target: str) -> tuple[Pair, str | None]:
         """The model for ``source`` -> ``target``, and the target token to give it (a
         multilingual model's ``>>fra<<`` for ``fra`` or ``>>fra<<``; None for its own target).
@@ -122,13 +204,6 @@ class LibreTranslate:
         Raises:
             ApiError: 400 when no served model translates this pair.
         """
-        if source == "auto":
-            sources = {s for s, t in self.pairs if t == target} or {s for s, _ in self.pairs}
-            if len(sources) > 1:
-                raise ApiError(
-                    400, f"give the source language: {target} is served from {_listed(sources)}"
-                )
-            source = next(iter(sources))
         pair = self.pairs.get((source, target))
         if pair is not None:
             return pair, None
@@ -224,8 +299,81 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
     async def detect(request: Request) -> list[dict[str, Any]]:
         values = await request_values(request)
         check_key(settings, values.get("api_key"))
-        _texts(values, settings.char_limit)
-        return [{"confidence": 100.0, "language": service.first.source}]
+        return service.detect("\n".join(_texts(values, settings.char_limit)))
+
+    @app.get("/frontend/settings")
+    async def frontend_settings() -> dict[str, Any]:
+        first = service.first
+        keys = settings.api_keys is not None
+        return {
+            "charLimit": settings.char_limit,
+            "frontendTimeout": FRONTEND_TIMEOUT_MS,
+            "apiKeys": keys,
+            "keyRequired": keys,
+            "suggestions": service.suggestions is not None,
+            "filesTranslation": True,
+            "supportedFilesFormat": list(FILE_FORMATS),
+            "language": {
+                "source": {"code": first.source, "name": _name(first.source)},
+                "target": {"code": first.target, "name": _name(first.target)},
+            },
+        }
+
+    @app.post("/suggest")
+    async def suggest(request: Request) -> dict[str, bool]:
+        if service.suggestions is None:
+            raise ApiError(403, "Suggestions are disabled on this server.")
+        values = await request_values(request)
+        check_key(settings, values.get("api_key"))
+        found = {name: values.get(name) for name in ("q", "s", "source", "target")}
+        for name, value in found.items():
+            if not isinstance(value, str) or not value:
+                raise ApiError(400, f"Invalid request: missing {name} parameter")
+        size = len(found["q"]) + len(found["s"])
+        if size > settings.char_limit:
+            raise ApiError(
+                400, f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
+            )
+        await asyncio.to_thread(service.suggestions.add, **found)
+        return {"success": True}
+
+    @app.post("/translate_file")
+    async def translate_file(request: Request) -> dict[str, str]:
+        values = await request_values(request)
+        check_key(settings, values.get("api_key"))
+        upload = values.get("file")
+        if not isinstance(upload, UploadFile):
+            raise ApiError(400, "Invalid request: missing file parameter")
+        for name in ("source", "target"):
+            if not values.get(name):
+                raise ApiError(400, f"Invalid request: missing {name} parameter")
+        filename = Path(upload.filename or "").name
+        if not filename:
+            raise ApiError(400, "Invalid request: empty file")
+        if Path(filename).suffix.lower() not in FILE_FORMATS:
+            raise ApiError(
+                400, f"Invalid request: file format not supported ({', '.join(FILE_FORMATS)})"
+            )
+        text = _file_text(await upload.read(4 * settings.char_limit + 4), settings.char_limit)
+        source, target = str(values["source"]), str(values["target"])
+        if source == "auto":
+            source, _ = service.source_of(text, target)
+        pair, token = service.route(source, target)
+        translated = await _translate_lines(service, pair, text, _options(settings, 1), token)
+        name = service.files.add(filename, translated.encode("utf-8"))
+        return {"translatedFileUrl": str(request.url_for("download_file", name=name))}
+
+    @app.get("/download_file/{name}", name="download_file")
+    async def download_file(name: str) -> Response:
+        content = service.files.get(name)
+        if content is None:
+            raise ApiError(404, f"no translated file {name} (the latest {KEPT_FILES} are kept)")
+        original = name.split(".", 1)[1]
+        return Response(
+            content,
+            media_type="text/plain; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{original}"'},
+        )
 
     @app.post("/translate")
     async def translate(request: Request) -> JSONResponse:
@@ -236,20 +384,16 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         target = values.get("target")
         if not target:
             raise ApiError(400, "Invalid request: missing target parameter")
-        pair, token = service.route(source, str(target))
+        detected = None
+        if source == "auto":
+            language, confidence = service.source_of("\n".join(texts), str(target))
+            detected = {"confidence": confidence, "language": language}
+        pair, token = service.route(detected["language"] if detected else source, str(target))
         text_format = str(values.get("format") or "text")
         if text_format not in ("text", "html"):
             raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
-        nbest = alternatives + 1
-        options = SearchOptions(
-            beam=max(settings.beam, nbest),
-            alpha=settings.alpha or None,
-            nbest=nbest,
-            max_len_b=settings.max_len_b,
-            precision=settings.precision,  # type: ignore[arg-type]
-            stopping=settings.stopping,
-        )
+        options = _options(settings, alternatives + 1)
         if text_format == "html":
             answers = [await _translate_html(service, pair, t, options, token) for t in texts]
         else:
@@ -261,8 +405,7 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         }
         if alternatives:
             body["alternatives"] = answers[0][1:] if single else [a[1:] for a in answers]
-        if source == "auto":
-            detected = {"confidence": 100.0, "language": pair.source}
+        if detected is not None:
             body["detectedLanguage"] = detected if single else [detected] * len(texts)
         return JSONResponse(body)
 
@@ -280,6 +423,56 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         )
         png = await service.attention_png(pair, q.strip(), translation.strip())
         return Response(png, media_type="image/png")
+
+
+def _options(settings: ServeSettings, nbest: int) -> SearchOptions:
+    return SearchOptions(
+        beam=max(settings.beam, nbest),
+        alpha=settings.alpha or None,
+        nbest=nbest,
+        max_len_b=settings.max_len_b,
+        precision=settings.precision,  # type: ignore[arg-type]
+        stopping=settings.stopping,
+    )
+
+
+def _name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def _file_text(content: bytes, char_limit: int) -> str:
+    """A text file's content (UTF-8, a byte-order mark allowed), within the text limit.
+
+    Raises:
+        ApiError: 400 for an empty, undecodable or too long file.
+    """
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ApiError(400, f"Invalid request: the file is not UTF-8 text ({e.reason})") from None
+    if not text.strip():
+        raise ApiError(400, "Invalid request: empty file")
+    if len(text) > char_limit:
+        raise ApiError(
+            400, f"Invalid request: request ({len(text)}) exceeds text limit ({char_limit})"
+        )
+    return text
+
+
+async def _translate_lines(
+    service: LibreTranslate, pair: Pair, text: str, options: SearchOptions, token: str | None
+) -> str:
+    """``text`` with each line that has words translated; blank lines, each line's leading
+    and trailing spaces and its line break kept."""
+    lines = text.splitlines(keepends=True)
+    todo = [i for i, line in enumerate(lines) if line.strip()]
+    found = await service.translate(pair, [lines[i].strip() for i in todo], options, token)
+    for i, hyps in zip(todo, found, strict=True):
+        line = lines[i]
+        lead = line[: len(line) - len(line.lstrip())]
+        trail = line[len(line.rstrip()) :]
+        lines[i] = lead + hyps[0].text + trail
+    return "".join(lines)
 
 
 def _texts(values: dict[str, Any], char_limit: int) -> list[str]:
