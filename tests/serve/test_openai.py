@@ -152,6 +152,15 @@ def test_chat_completions_follow_the_documented_template(lm_server, offline):
             client.chat.completions.create(model="best", messages=bad, **SAMPLING)
 
 
+def test_the_language_model_service_has_the_service_protocol(lm_dir):
+    from aiayn.serve.app import create_app
+    from aiayn.serve.common import ServeSettings, Service
+
+    app = create_app(ServeSettings(models=(str(lm_dir),), workers=1))
+    assert isinstance(app.state.service, Service)
+    app.state.service.close()
+
+
 def test_models_are_listed_retrieved_and_unknown_ones_refused(lm_server):
     from openai import BadRequestError, NotFoundError, OpenAI
 

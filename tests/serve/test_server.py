@@ -286,12 +286,14 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
 
     from aiayn.runtime import resolve_precision
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.common import ServeSettings, Service
 
     resolved = resolve_precision("auto", torch.device("cpu"))
     settings = ServeSettings(models=(str(en_de),), precision="auto", workers=1)
     models = _transformers()
-    with TestClient(create_app(settings)) as client:
+    app = create_app(settings)
+    assert isinstance(app.state.service, Service)
+    with TestClient(app) as client:
         answer = client.post("/translate", json={"q": SENTENCES, "target": "de"})
         params = {"q": "the dog runs", "translation": "runs dog the"}
         assert client.get("/attention.png", params=params).content.startswith(b"\x89PNG")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, get_args
+from typing import Any, Protocol, get_args, runtime_checkable
 
 import torch
 from fastapi import FastAPI, Request
@@ -51,6 +51,7 @@ class ApiError(AiaynError):
         self.code = code  # a machine-readable code, where the API has them (OpenAI's)
 
 
+@runtime_checkable
 class Service(Protocol):
     """One API over the served models: its routes, its error shape, what ``/health`` adds,
     and its end."""
