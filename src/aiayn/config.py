@@ -311,6 +311,9 @@ class TrainConfig:
     run: RunConfig = dataclasses.field(default_factory=RunConfig)
 
 
+ExportTarget = Literal["ct2", "hf", "argos"]  # aiayn export TARGET
+
+
 @dataclass(frozen=True, kw_only=True)
 class PipelineConfig:
     """The end-to-end recipe around training: which corpus, how to average and decode."""
@@ -335,6 +338,7 @@ class PipelineConfig:
     tune_alpha: tuple[float, ...] = ()  # exponents tried on the validation split; best is used
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
+    exports: tuple[ExportTarget, ...] = ()  # the model written under exports/ at the end
 
     def __post_init__(self) -> None:
         at_least_0 = ("alpha", "examples", "test_limit", "max_len_b")

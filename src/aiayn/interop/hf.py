@@ -79,7 +79,7 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
     return out
 
 
-def check_marian(cfg: ModelConfig, *, where: Path) -> None:
+def check_marian(cfg: ModelConfig, *, where: str | Path) -> None:
     """Refuse a model Marian cannot express exactly, naming the field."""
     refusals = [
         (cfg.norm_first, "norm_first = true (Marian is post-norm)"),

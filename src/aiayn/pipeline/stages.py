@@ -26,6 +26,10 @@ from aiayn.decode.process import DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
 from aiayn.files import sha256_file
+from aiayn.interop.argos import export_argos
+from aiayn.interop.ct2 import export_ct2
+from aiayn.interop.destination import ExportError
+from aiayn.interop.hf import check_marian, export_hf
 from aiayn.memory import release_free_memory
 from aiayn.pipeline.corpus import CorpusFiles, corpus_files, read_split
 from aiayn.pipeline.prepared import (
@@ -322,7 +326,50 @@ def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: Pipe
     return corpus_scores(hyps, references, tgt_lang=p.tgt_lang, tokenize=tokenize)
 
 
+EXPORTS = "exports"  # under the work directory
+
+
+def check_exports(job: Job) -> None:
+    """Refuses, before any work, an export the recipe's model cannot have."""
+    targets = job.p.exports
+    if "hf" in targets:
+        check_marian(job.recipe.train.model, where="the recipe (pipeline.exports has hf)")
+    if "argos" in targets and not job.recipe.prepare.get("joint_vocab", True):
+        raise ExportError(
+            "the recipe: pipeline.exports has argos, which needs one SentencePiece model "
+            "for both languages (prepare.joint_vocab = false)"
+        )
+
+
+def export(job: Job) -> None:
+    """Writes the model in each format the recipe names under ``exports/`` (replacing an
+    earlier export)."""
+    out = job.work / EXPORTS
+    out.mkdir(exist_ok=True)
+    for target in job.p.exports:
+        path = EXPORTERS[target](job.model_dir, out, job.p)
+        job.log(f"exported {target}: {path}")
+
+
+EXPORTERS: dict[str, Callable[[Path, Path, PipelineConfig], Path]] = {
+    "ct2": lambda model, out, p: export_ct2(model, out / "ct2", overwrite=True),
+    "hf": lambda model, out, p: export_hf(model, out / "hf", overwrite=True),
+    "argos": lambda model, out, p: export_argos(
+        model,
+        out / f"{p.src_lang}_{p.tgt_lang}.argosmodel",
+        from_code=p.src_lang,
+        to_code=p.tgt_lang,
+        overwrite=True,
+    ),
+}
+
+
+def _exports(job: Job) -> bool:
+    return bool(job.p.exports)
+
+
 STAGES: tuple[Stage, ...] = (
+    Stage("check exports", "", check_exports, when=_exports),
     Stage("corpus", "multi30k/ or wmt14/ (named corpora)", fetch_corpus),
     Stage("prepare", "data/", prepare_data, done=prepared),
     Stage("train", "run/", train),
@@ -331,4 +378,5 @@ STAGES: tuple[Stage, ...] = (
     Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
     Stage("translate and score", "results/", translate_and_score),
     Stage("model card", "model/README.md", write_card, when=lambda job: bool(job.tests)),
+    Stage("export", "exports/", export, when=_exports),
 )
