@@ -4,6 +4,8 @@ holds someone else's files is left as it was."""
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
 pytest.importorskip("transformers", reason="transformers is a dev dependency")
@@ -77,3 +79,25 @@ def test_bad_export_gets_one_clear_line(tmp_path, capsys, setup, argv, words):
         assert (tmp_path / "mine" / "keep.txt").read_text() == "precious"
         assert (tmp_path / "mine.argosmodel").read_text() == "precious"
         assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    ("target", "where", "out"),
+    [
+        ("hf", "aiayn.interop.hf._write_tokenizer", "hf"),
+        ("argos", "aiayn.interop.argos._zip", "p.argosmodel"),
+    ],
+)
+def test_a_full_disk_gets_one_line_and_leaves_nothing(
+    tmp_path, capsys, monkeypatch, target, where, out
+):
+    model_dir(tmp_path)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(where, full)
+    assert main(["export", target, str(tmp_path / "model"), "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the disk is full" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["model", "spm.model"])

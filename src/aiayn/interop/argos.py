@@ -32,6 +32,7 @@ from aiayn.interop.destination import (
     copy_model_card,
     is_export,
     marker_json,
+    raise_write_failure,
 )
 from aiayn.interop.splitter import write_splitter
 from aiayn.store import read_model_config
@@ -82,26 +83,29 @@ def export_argos(
         raise ExportError(f"{splitter}: no such sentence splitter file")
     name = f"translate-{src}_{tgt}-{version.replace('.', '_')}"
     metadata = package_metadata(src, tgt, version)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(out)
-    with tempfile.TemporaryDirectory(
-        dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"
-    ) as tmp:
-        package = Path(tmp) / name
-        package.mkdir()
-        export_ct2(model_dir, package / "model", quantization=quantization)
-        shutil.copyfile(spm_file, package / SPM_FILE)
-        (package / "minisbd").mkdir()
-        if splitter is not None:
-            shutil.copyfile(splitter, package / "minisbd" / f"{src}.onnx")
-        else:
-            write_splitter(package / "minisbd" / f"{src}.onnx", src)
-        (package / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
-        copy_model_card(model_dir, package)
-        (package / MARKER_FILE).write_text(marker_json("argos", model_dir))
-        archive = Path(tmp) / "package.zip"
-        _zip(package, archive)
-        os.replace(archive, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(out)
+        with tempfile.TemporaryDirectory(
+            dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"
+        ) as tmp:
+            package = Path(tmp) / name
+            package.mkdir()
+            export_ct2(model_dir, package / "model", quantization=quantization)
+            shutil.copyfile(spm_file, package / SPM_FILE)
+            (package / "minisbd").mkdir()
+            if splitter is not None:
+                shutil.copyfile(splitter, package / "minisbd" / f"{src}.onnx")
+            else:
+                write_splitter(package / "minisbd" / f"{src}.onnx", src)
+            (package / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
+            copy_model_card(model_dir, package)
+            (package / MARKER_FILE).write_text(marker_json("argos", model_dir))
+            archive = Path(tmp) / "package.zip"
+            _zip(package, archive)
+            os.replace(archive, out)
+    except OSError as e:
+        raise_write_failure(e, out)
     return out
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sentencepiece as spm
@@ -39,6 +41,7 @@ from aiayn.interop.destination import (
     copy_model_card,
     exported_by_aiayn,
     marker_json,
+    raise_write_failure,
 )
 from aiayn.models import Transformer
 from aiayn.store import load_model
@@ -71,12 +74,32 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
     if info.kind == "char":
         raise ExportError(f"{model_dir}: a character tokenizer; Marian needs SentencePiece models")
     state = marian_weights(model.state_dict(), cfg)
-    with atomic_directory(out, replace=overwrite, replaceable=replaceable, what=what) as tmp:
-        _write_model(tmp, cfg, state)
-        _write_tokenizer(tmp, Path(model_dir), info, cfg)
-        copy_model_card(Path(model_dir), tmp)
-        (tmp / MARKER_FILE).write_text(marker_json("hf", model_dir))
+    try:
+        with (
+            atomic_directory(out, replace=overwrite, replaceable=replaceable, what=what) as tmp,
+            _quiet(),
+        ):
+            _write_model(tmp, cfg, state)
+            _write_tokenizer(tmp, Path(model_dir), info, cfg)
+            copy_model_card(Path(model_dir), tmp)
+            (tmp / MARKER_FILE).write_text(marker_json("hf", model_dir))
+    except OSError as e:
+        raise_write_failure(e, out)
     return out
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """transformers without its progress bars (a CLI command prints its own line)."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def check_marian(cfg: ModelConfig, *, where: str | Path) -> None:
