@@ -26,10 +26,11 @@ RUNNABLE = [d for d in documents() if any(b.runs for b in blocks(d))]
 PORT = re.compile(r"(?<=:)5000\b|(?<=--port )5000\b")
 
 
-@pytest.fixture(scope="module")
-def workdir(trained_model_dir, tmp_path_factory) -> Path:
-    """What a reader has after ``bash scripts/run.sh``: a translator at the recipe's path."""
-    root = tmp_path_factory.mktemp("docs")
+@pytest.fixture
+def workdir(trained_model_dir, tmp_path) -> Path:
+    """What a reader has after ``bash scripts/run.sh``: a translator at the recipe's path
+    (a fresh directory for each document)."""
+    root = tmp_path
     model = root / "runs" / "multi30k_en_de_tiny" / "model"
     shutil.copytree(trained_model_dir, model)
     info = json.loads((model / "tokenizer.json").read_text())
