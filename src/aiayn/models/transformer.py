@@ -63,6 +63,7 @@ class Decoder(Stack):
         """Every layer's encoder–decoder keys/values, (B, H, S, Dh) each, computed once."""
         return tuple(layer.cross_attn.project_memory(memory) for layer in self.layers)
 
+    # --8<-- [start:decoder]
     def forward(
         self,
         x: Tensor,
@@ -98,6 +99,8 @@ class Decoder(Stack):
             x = self.final_norm(x)
         new_cache = None if cache is None else cache.advanced(tuple(self_kv), x.size(1))
         return DecoderOutput(x, new_cache, self_weights, cross_weights)
+
+    # --8<-- [end:decoder]
 
 
 class EmbeddingWithPositions(nn.Module):
