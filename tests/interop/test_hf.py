@@ -149,6 +149,8 @@ def test_the_model_card_travels_and_overwrite_replaces_only_an_export(tmp_path):
     directory = model_dir(tmp_path / "m")
     (directory / "README.md").write_text("# card\n")
     export_hf(directory, tmp_path / "hf")
-    assert (tmp_path / "hf" / "README.md").read_text() == "# card\n"
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
+    assert "language:\n- en\n- de\n" in card and card.endswith("---\n\n# card\n")
     assert main(["export", "hf", str(directory), "--out", str(tmp_path / "hf")]) == 2
     assert main(["export", "hf", str(directory), "--out", str(tmp_path / "hf"), "--overwrite"]) == 0

@@ -37,8 +37,8 @@ from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.files import atomic_directory, check_destination
 from aiayn.interop.destination import (
     MARKER_FILE,
+    MODEL_CARD,
     ExportError,
-    copy_model_card,
     exported_by_aiayn,
     marker_json,
     raise_write_failure,
@@ -81,7 +81,7 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
         ):
             _write_model(tmp, cfg, state)
             _write_tokenizer(tmp, Path(model_dir), info, cfg)
-            copy_model_card(Path(model_dir), tmp)
+            write_hub_card(Path(model_dir), tmp, info)
             (tmp / MARKER_FILE).write_text(marker_json("hf", model_dir))
     except OSError as e:
         raise_write_failure(e, out)
@@ -262,6 +262,20 @@ def _write_model(directory: Path, cfg: ModelConfig, state: dict[str, torch.Tenso
             raise ExportError(f"{name}: Marian's model does not hold the weight written")
     model.generation_config = GenerationConfig(**generation_settings(cfg))
     model.save_pretrained(directory)
+
+
+def write_hub_card(model_dir: Path, directory: Path, info: TokenizerInfo) -> None:
+    """The model card (``README.md``) with the Hugging Face Hub's metadata in front (library,
+    task, languages), unless the card has its own."""
+    card = model_dir / MODEL_CARD
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    if not text.startswith("---\n"):
+        languages = [code for code in (info.src_lang, info.tgt_lang) if code]
+        front = ["---", "library_name: transformers", "pipeline_tag: translation"]
+        front += ["language:", *(f"- {code}" for code in languages)] if languages else []
+        front += ["tags:", "- marian", "- aiayn", "---", ""]
+        text = "\n".join(front) + ("\n" + text if text else "")
+    (directory / MODEL_CARD).write_text(text, encoding="utf-8")
 
 
 def generation_settings(cfg: ModelConfig) -> dict:
