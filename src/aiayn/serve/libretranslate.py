@@ -115,9 +115,13 @@ class LibreTranslate:
             for model in settings.models
         ]
         started: list[TranslatorProcess] = []
+        decoders: list[list[TranslatorProcess]] = []
         try:  # every process starts, then all load side by side
-            decoders = [[TranslatorProcess(s) for _ in range(settings.workers)] for s in spec]
-            started = [d for group in decoders for d in group]
+            for each in spec:
+                decoders.append([])
+                for _ in range(settings.workers):
+                    started.append(TranslatorProcess(each))
+                    decoders[-1].append(started[-1])
             for decoder in started:
                 decoder.wait_ready()
         except BaseException:
