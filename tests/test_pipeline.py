@@ -111,6 +111,15 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
     assert manifest["splits"]["train"]["pairs"] == 400
     assert run_pipeline(recipe, work, recipe_dir=recipe_file.parent).updates == 40  # resumable
 
+    # a dataset prepared before an option existed counts it at its default: still current
+    path = work / "data" / "manifest.json"
+    older = json.loads(path.read_text())
+    del older["options"]["vocab_from"]
+    path.write_text(json.dumps(older))
+    messages = Messages()
+    run_pipeline(recipe, work, recipe_dir=recipe_file.parent, reporter=messages)
+    assert f"reusing {work / 'data'}" in messages
+
     def count_lines(job: Job) -> None:  # a stage after "translate and score"
         hyps = job.work / "results" / "test.tgt.hyp"
         (job.work / "lines.txt").write_text(str(len(hyps.read_text().splitlines())))
