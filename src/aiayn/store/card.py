@@ -194,6 +194,6 @@ def _limits(card: ModelCard, cfg: ModelConfig, tokenizer: TokenizerInfo | None) 
         limits.append(f"Reads at most {cfg.max_positions} tokens (its learned positions).")
     limits.append(
         "Knows only the vocabulary and domain of its training data; words outside them come "
-        "out as pieces or <unk>."
+        "out as pieces or `<unk>`."
     )
     return limits + list(card.limits)
