@@ -5,49 +5,29 @@ Replaces the large ``nn.Linear`` layers of a model, in a copy used only for deco
 
 Why: a decoding step multiplies a few rows by every weight matrix of the decoder. PyTorch's
 default CPU path (MKL's sgemm) re-packs the weight at every call, and under bfloat16
-autocast also casts every weight to bfloat16 again at every call (autocast's cast cache
-is off in ``torch.inference_mode``). Packing each weight once into oneDNN's blocked layout,
-in the dtype it is multiplied in, removes both (measured here, 2 threads, 64 rows:
-512 → 2,048 in 0.63 vs 1.07 ms in float32, 0.41 in bfloat16; 10,000 × 128, a tiny model's
-output projection: 0.80 vs 1.12 ms, 0.46 in bfloat16). This is what ``torch.compile`` does
-for frozen CPU models, without compiling anything.
-
-Two things decide whether it pays, both measured in decoding, where the row count changes
-at nearly every step (sentences end, beams finish):
+autocast also casts every weight to bfloat16 again at every call (autocast's cast cache is
+off in ``torch.inference_mode``). Packing each weight once into oneDNN's blocked layout, in
+the dtype it is multiplied in, removes both: what ``torch.compile`` does for frozen CPU
+models, without compiling anything. Where it pays is decided by what was measured:
 
 - oneDNN builds a kernel for every row count it meets, and a decoding process keeps only
   the latest 64 (``aiayn.memory``): a row count not kept costs ~300 µs per call. So rows
-  are padded (``padded_rows``), and a decoding process meets a few dozen row counts, not
-  hundreds (rows 300, 299, ..., 1 through a 384 × 128 weight: 113 µs per call padded to
-  multiples of 16, 382 not; a greedy search of up to 300 rows meets 33 row counts, a beam
-  search of up to 1,300 rows 50).
-- For small weights, MKL's sgemm is as fast without packing, and bfloat16 loses its gain
-  to the casts: a tiny model's 384 × 128 map at 64 rows takes 41 µs with ``F.linear``, 50
-  packed, 49 in bfloat16. So only weights of ``MIN_PACKED_WEIGHT`` elements or more are
-  packed (512 × 512 at 64 rows: 201 µs with ``F.linear``, 176 packed, 118 in bfloat16).
-  Tiny model, greedy search of Multi30k test2016 in one process each, alternated: 1.34–1.45 s
-  with every map packed, 1.08–1.26 s with only the output projection packed and padded, and
-  1.03–1.05 s with it packed in bfloat16 (the same BLEU). A small map still pays packed
+  are padded to few distinct counts (``padded_rows``).
+- Small weights multiply as fast through MKL unpacked, and bfloat16 loses its gain to the
+  casts: only weights of ``MIN_PACKED_WEIGHT`` elements or more are packed, and a small map
   once its product is large (``PackedFromRows``: rows × weight elements of at least
-  ``MIN_PACKED_PRODUCT``, e.g. a beam search's 320 rows): Transformer-Tiny, beam 5 of 64
-  sentences, old/new alternated in their own processes: bf16 157-160 → 172-182
-  sentences/s, fp32 156-158 → 166-170 (with the token step's 2-D cache selection);
-  test2016 beam 5 heuristic bf16 533 → 634, greedy (at most 290 rows) not slower.
-- Except where a map multiplies whole sentences at once (``many_rows``: the encoder, the
-  decoder's memory projections): there every map is packed. Encoding 290 sentences of 14
-  tokens with the trained tiny model and projecting its memory (2-core AMD Zen 5): 36.1 ms
-  through MKL in float32, 17.9 packed in bfloat16. Translating test2016
-  (``bench/decode.py --model``), sentences/s: fp32 greedy 1,412 → 1,762, beam 5 398 → 422
-  (the same BLEU: oneDNN's float32 products give the same tokens); bf16 greedy 1,599 →
-  1,851 (BLEU 40.00 → 39.94; fp32 39.78), beam 5 409 → 436 (40.40 → 40.34).
+  ``MIN_PACKED_PRODUCT``, e.g. a beam search's rows).
+- Where a map multiplies whole sentences at once (``many_rows``: the encoder, the decoder's
+  memory projections), every map is packed.
 
 When every linear map of the model is packed, their outputs stay in the packed dtype, as
-under autocast: attention products then run in bfloat16 too, which pays at base size (beam
-5, fixed rows: 22.4–23.2 vs 17.8–18.8 sentences/s with float32 outputs). When small maps
-stay float32, packed maps return float32, so that the two never meet in one product and the
-rest of a step (attention, softmax, layer norm) stays in float32: at tiny size bfloat16
-attention products over a few positions are slower than float32 ones. The result equals
-``F.linear`` in the packed dtype up to the order of summation.
+under autocast (attention products then run in bfloat16 too, which pays at base size).
+When small maps stay float32, packed maps return float32, so that the two never meet in one
+product and the rest of a step (attention, softmax, layer norm) stays in float32. The
+result equals ``F.linear`` in the packed dtype up to the order of summation.
+
+Measured: the trained tiny model translates test2016 greedily at 1,412 → 1,762 sentences/s
+(fp32) with the encoder packed: ``bench/decode.py --model``.
 
 Shapes: N rows, I input features, O output features.
 """
