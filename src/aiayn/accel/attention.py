@@ -2,20 +2,15 @@
 (same function, same arguments), choosing the faster of two ways to compute it.
 
 Why: on CPU, PyTorch's fused kernel is several times slower than two batched matrix products
-in bfloat16 and float16 for sentence-length sequences (76 vs 11 ms forward + backward for
-540 rows × 4 heads × 16 positions), and for a few queries per row, as in incremental
-decoding (float32, 2 threads: 175 vs 308 µs for 320 rows × 1 query × 20 keys; 149 vs 442 µs
-for 64 × 5 beam queries × 16). The eager path scales, masks and casts the scores to float32
-in one operation (``torch.add`` of an additive mask), rather than dividing and filling
-bfloat16 scores before a cast (measured alternately in one process, 2 threads: forward +
-backward 0.87× the time for the language model's 12 rows × 4 heads × 64 causal positions in
-bfloat16, 0.85–0.92× for the translation recipe's 170 rows × 24 positions, 0.74–1.0× at
-decoding's 1 or 5 queries; whole: a language-model update 0.97–1.0×, tiny bf16 decoding
-unchanged within ±3%). Without autograd, the eager path is faster in float32 too up to ~64
-keys (forward, 2 threads: 1.7 vs 3.5 ms for 170 rows × 24 positions, 3.0 vs 3.4 for 64 × 64,
-4.96 vs 4.34 for 32 × 128; translating test2016 greedily with the trained tiny model,
-1.03× in alternated passes). Its softmax works around two slow paths of PyTorch's CPU kernels
+in bfloat16 and float16 for sentence-length sequences, and for a few queries per row, as in
+incremental decoding; without autograd the eager path is faster in float32 too, up to ~64
+keys. The eager path scales, masks and casts the scores to float32 in one operation
+(``torch.add`` of an additive mask) rather than dividing and filling bfloat16 scores before
+a cast. Its softmax works around two slow paths of PyTorch's CPU kernels
 (``padded_softmax``). Elsewhere (GPUs) the fused kernel is used.
+
+Measured: 76 vs 11 ms forward + backward for 540 rows × 4 heads × 16 positions in bfloat16
+(fused vs eager; ``bench/train.py`` shows it in whole steps).
 
 Shapes: B batch, H heads, T queries, S keys, Dh head dim.
 """
