@@ -15,7 +15,8 @@ one query per row:
   a small map packed for many rows, ``PackedFromRows``, by its row count);
 - the heads of one query need no transposes: (N, H, 1, Dh) is (N, D) in memory;
 - self-attention needs no mask: keys and values are written in place into buffers with room
-  to grow, and attention reads their first L+1 positions;
+  to grow, and attention reads their first L+1 positions; after a beam reselection the
+  buffers keep room for exactly one more position, so the next step reads them whole;
 - softmax rows shorter than ``MIN_SPAN`` take a scalar path in PyTorch's CPU kernel ~7×
   slower (``aiayn.accel.attention.padded_softmax``): here the scores of such rows are
   computed over ``MIN_SPAN`` positions, the extra ones masked by the -inf bias that the
@@ -23,14 +24,8 @@ one query per row:
 - memory keys are stored transposed, padded the same way, once per sentence and read by all
   its beams (as ``aiayn.accel.shared_memory``).
 
-Measured here (2-core AMD Zen 5, 2 threads, 64 sentences × 40 steps of random weights,
-vocabulary 10,000, the old and new steppers alternated in one process, 3 rounds of medians
-of 5, sentences/s): Transformer-Tiny greedy bf16 431-503 → 537-652 (1.2-1.3×), fp32
-414-431 → 500-534 (1.2-1.3×), the same tokens; beam 5 bf16 142-147 → 150-154 (its step is
-dominated by the 320-row output projection, the log-softmax, the top-k and the
-reselection of the cache, not by calls). Base: greedy bf16 104-118 → 110-124, beam 5 level
-(fp32 24.1-24.7 → 24.4-25.2), once a reselection leaves room for exactly one more position
-(read whole, contiguous; with room for many, base beam 5 fp32 fell to 16.8).
+Measured: Transformer-Tiny greedy search 1.2-1.3× the general pass, the same tokens
+(``bench/decode.py --sizes tiny``).
 
 The state is a value, as ``KVCache``: stepping the same state twice (to branch) copies the
 buffers rather than overwriting what the first step wrote.
