@@ -9,9 +9,8 @@ cache; only the gradients with respect to the hidden states and the projection a
 arithmetic is the same three matrix products as the unfused computation.
 
 On a GPU the same loop runs with large chunks: each chunk is a few kernel launches, and
-256-row chunks left a bfloat16 training step launch-bound (``bench/train.py --device cuda``,
-H100, 1,700 pairs: base 240k target tokens/s with 256 rows, 342k with 2,048, 349k with
-8,192; big 128k, 168k, 170k).
+small chunks leave a step launch-bound (H100, base: 240k target tokens/s with 256 rows,
+349k with 8,192: ``bench/train.py --device cuda``).
 
 Shapes: N real (non-pad) target tokens, D d_model, V vocabulary, C rows per chunk, C' ≥ C
 the rows its matrix products run on.
@@ -27,9 +26,9 @@ CPU_CHUNK_ROWS = 256  # rows of logits per chunk on the CPU: a chunk stays in ca
 GPU_CHUNK_ROWS = 8192  # elsewhere: few kernel launches per batch (8,192 × 32k bf16 = 0.5 GB)
 # A chunk's matrix products run on a multiple of this many rows, the last chunk padded with
 # zero rows. Why: oneDNN compiles and keeps a kernel per row count, and the last chunk of a
-# batch has as many row counts as the batches have token counts: ~1 MiB of kept kernels per
-# count (its three products, 10,000 × 128 bfloat16), ~114 counts over the main job's epoch,
-# kept between training's tensors. Padded: the main job peaked at 1,027 MiB, not 1,357-1,457.
+# batch has as many row counts as the batches have token counts (~1 MiB of kept kernels per
+# count at Transformer-Tiny's 10,000 × 128). Padded, the Multi30k recipe's run peaks at
+# 1,027 MiB instead of 1,357-1,457 (``bench/long_run.py measure``).
 CHUNK_ROWS_MULTIPLE = 32
 
 
