@@ -2,20 +2,15 @@
 
 Two callers, two reasons. ``aiayn serve``: a server's decoding threads and its event loop
 share one interpreter lock, and beam search over a small batch is mostly Python between
-small operators. On two cores with 32 clients, two decoding threads beside the event loop
-kept the server at 1.4 cores and ~100 sentences/s; decoding processes leave the lock to the
-event loop (153 sentences/s with ``aiayn.serve.engine``'s batching). Whatever else needs
-the model (the server's attention picture) runs in a decoding process too (``call``), so
-the server loads each model once per worker and never in its own process.
+small operators, so decoding threads starve the event loop; decoding processes leave the
+lock to it (2 cores, 32 clients: ~100 sentences/s with threads, 153 with processes,
+``bench/serve.py``). Whatever else needs the model (the server's attention picture) runs in
+a decoding process too (``call``), so the server loads each model once per worker and never
+in its own process.
 ``aiayn pipeline``: decoding in the training process carves its tensors from the trained
-heap's scattered free chunks, so its memory depends on how training left that heap: from
-634 to 1,637 MiB in a whole main job. A fresh process decodes in a heap of its own, the same
-way every time. Measured on the main job resumed at update 7,700, trained to 8,000, the test
-sets decoded with 1,024 source tokens per batch (two runs each, both processes counted):
-1,306 / 1,302 MiB in a process of its own, 1,092 / 1,461 in the training process; the
-same translations, 140-179 sentences/s both ways. A decoding process keeps only oneDNN's 64
-latest compiled kernels (``aiayn.memory.limit_kernel_cache``): ~170 MiB less for the main
-job's test sets.
+heap's scattered free chunks, so its memory depends on how training left that heap. A fresh
+process decodes in a heap of its own, the same way every time, and keeps only oneDNN's 64
+latest compiled kernels (``aiayn.memory.limit_kernel_cache``).
 
 A decoding process ignores SIGINT and SIGTERM (a terminal's Ctrl-C or systemd reaches the
 whole process group): its caller decides when it stops (a server after the last accepted
