@@ -15,19 +15,15 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_MAX = -4
 # Entries of ideep's own cache of oneDNN computations (its default: 1024). oneDNN's primitive
 # cache below it keeps the compiled kernels either way; ideep's entries add buffers for
-# each batch shape met: ~5 MB per shape in a bfloat16 Transformer-Tiny training step, ~200 MB
-# of the main job's heap after 300 updates, for no speed measured (training or decoding).
+# each batch shape met (~5 MB per shape in a bfloat16 Transformer-Tiny training step), for
+# no speed measured in training or decoding.
 _IDEEP_CACHE_ENTRIES = "64"
 # oneDNN compiles a kernel for every operator shape it meets and keeps the last 1,024 (its
 # primitive cache; ~0.45 MB each for Transformer-Tiny's linear maps). Training meets a few
-# hundred shapes (the main job's first 400 updates met 364, counted on an earlier recipe)
-# and reuses them, so it keeps the default: a smaller cache there evicts and recompiles
-# kernels between its activations, and a 512-entry cache raised 400 updates' peak from 1,216
-# to 1,776 MiB. Decoding meets a new row count at nearly every step (sentences end, beams
-# finish): the main job's test sets meet 563 shapes, most once. Keeping 64 in a decoding
-# process: test2016 + test2017 at beam 5 peaked at 498-549 MiB instead of 682-684, greedy
-# 360-364 instead of 581-588, at the same speed (three fresh processes each, medians 12.5 vs
-# 13.3 s and 6.1 vs 6.1 s).
+# hundred shapes and reuses them, so it keeps the default: a smaller cache there evicts and
+# recompiles kernels between its activations. Decoding meets a new row count at nearly every
+# step (sentences end, beams finish), most once, so a decoding process keeps 64: Multi30k's
+# two test sets at beam 5 peak at 498-549 MiB instead of 682-684, at the same speed.
 KERNEL_CACHE_VARIABLE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 _DECODING_KERNEL_CACHE_ENTRIES = "64"
 
