@@ -164,9 +164,8 @@ def init_weights(model: nn.Module, *, d_model: int) -> None:
     - W_Q, W_K, W_V (stacked as [W_Q; W_K; W_V], or W_Q and [W_K; W_V]): each d_model × d_model
       block Xavier-uniform with gain 1/√2, as fairseq does; the same bound, √(3 / (2·d_model)),
       as PyTorch's Xavier over the stacked (3·d_model × d_model) matrix. Gain 1 (each block
-      as a plain square matrix) learned markedly slower: on Multi30k with the tiny preset,
-      validation NLL 5.17 after 300 updates against 4.33 with gain 1/√2 (torch.nn.Transformer:
-      4.59), and a 48-minute run ended at 15.7 BLEU.
+      as a plain square matrix) learns markedly slower: Multi30k, tiny preset, validation
+      NLL 5.17 after 300 updates against 4.33 (RESULTS.md, the recipe's rejected settings).
     - Token embeddings: N(0, d_model^-0.5), padding row zero. After the √d_model scale of
       §3.4 the embedded tokens have unit variance, matching the sinusoids' magnitude; with a
       tied output projection the logits start small.
