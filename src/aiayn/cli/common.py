@@ -82,7 +82,7 @@ STOPPING_RULES = ["exact", "beams", "heuristic"]  # aiayn.decode.beam.STOPPING, 
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     """The decoding options ``aiayn translate`` and ``aiayn serve`` share, with the same
-    defaults: beam search as the main job's recipe runs it (§6.1), fp32, on the CPU."""
+    defaults: beam search as the Multi30k recipe runs it (§6.1), fp32, on the CPU."""
     parser.add_argument(
         "--beam", type=integer(minimum=1), default=5, help="beam size; 1 is greedy (default 5)"
     )
