@@ -14,6 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiayn"
 LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
     {"errors", "files", "config", "config_io", "exports", "memory", "masks", "runtime"},
+    {"text"},
     {"modules"},
     {"accel"},
     {"models"},
@@ -28,7 +29,7 @@ LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
 ]
 APART = [{"decode", "train"}]  # same layer, never each other
 FORBIDDEN = {"interop": {"train"}, "serve": {"train"}}
-NO_TORCH = {"errors", "files", "config", "config_io", "exports", "memory"}
+NO_TORCH = {"errors", "files", "config", "config_io", "exports", "memory", "text"}
 ONLY_IN = {"fastapi": {"serve"}, "uvicorn": {"cli"}, "transformers": {"interop"}}
 
 

@@ -112,6 +112,21 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         "AMX, emulated and far slower on others); auto: bf16 where the hardware has it",
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument(
+        "--text",
+        choices=["natural", "raw"],
+        default="natural",
+        help="natural: inputs prepared as the model's training text was (its tokenizer.json: "
+        "Moses steps, lowercasing) and outputs restored to natural text; raw: text to and "
+        "from the subword model untouched, one sentence a line (research: tokenised scoring)",
+    )
+    parser.add_argument(
+        "--split-sentences",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="natural text: translate each sentence of a line (or request) on its own, "
+        "joined back with the line's spacing (default: on)",
+    )
 
 
 def search_precision(requested: str, device: torch.device) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import get_args
+from typing import BinaryIO, get_args
 
 from aiayn.cli.common import UsageError, add_search_options, integer, log, search_precision
 from aiayn.config import BleuTokenize
@@ -44,12 +46,19 @@ def add_parsers(sub) -> None:
         metavar="TOKEN",
         help="put this token (e.g. >>fra<< for a multilingual opus-mt model) before every line",
     )
+    t.add_argument(
+        "--format",
+        choices=["text", "html"],
+        default="text",
+        help="html: each line is an HTML document; its text is translated, its markup kept",
+    )
     t.add_argument("--ref", help="reference file: print BLEU and chrF after translating")
     t.add_argument(
         "--tokenized",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="score with tokenize='none' (default: when the model's data was pre-tokenised)",
+        help="score with tokenize='none' (default: with --text raw, when the model's data was "
+        "pre-tokenised)",
     )
     _add_tokenize_option(t, "the model's target language")
     t.add_argument("--threads", type=integer(minimum=0), default=0)
@@ -142,19 +151,32 @@ def run_translate(args: argparse.Namespace) -> int:
         on_long=args.on_long,
         precision=search_precision(args.precision, device),
         stopping=args.stopping,
+        text=args.text,
+        split_sentences=args.split_sentences,
+        format=args.format,
     )
     translator.check(options)
-    if args.input:
-        lines = list(read_lines(args.input))
-    else:
-        lines = list(decode_lines(sys.stdin.buffer, "<stdin>"))
-    if references is not None and len(references) != len(lines):
-        raise UsageError(f"{args.ref} has {len(references)} lines, the input has {len(lines)}")
-    start = time.perf_counter()
-    results = translator.translate(lines, options, warn=log, target_token=args.target_token)
-    seconds = time.perf_counter() - start
-    text = "".join(_format(i, hyps, args.nbest) for i, hyps in enumerate(results))
-    _write(args.output, text)
+    if args.input or args.output or references is not None:
+        if args.input:
+            lines = list(read_lines(args.input))
+        else:
+            lines = list(decode_lines(sys.stdin.buffer, "<stdin>"))
+        if references is not None and len(references) != len(lines):
+            raise UsageError(f"{args.ref} has {len(references)} lines, the input has {len(lines)}")
+        start = time.perf_counter()
+        results = translator.translate(lines, options, warn=log, target_token=args.target_token)
+        seconds = time.perf_counter() - start
+        _write(args.output, "".join(_format(i, h, args.nbest) for i, h in enumerate(results)))
+    else:  # standard input to standard output: each line answered once it is read
+        lines, results, seconds = [], [], 0.0
+        for chunk in ready_lines(sys.stdin.buffer):
+            start = time.perf_counter()
+            found = translator.translate(chunk, options, warn=log, target_token=args.target_token)
+            seconds += time.perf_counter() - start
+            first = len(lines)
+            _write(None, "".join(_format(first + i, h, args.nbest) for i, h in enumerate(found)))
+            lines += chunk
+            results += found
     log(
         f"translated {len(lines)} lines in {seconds:.1f}s ({len(lines) / max(seconds, 1e-9):.1f} "
         "sentences/s)"
@@ -162,12 +184,48 @@ def run_translate(args: argparse.Namespace) -> int:
     if references is not None:
         from aiayn.eval import corpus_scores
 
-        tokenized = translator.pretokenized if args.tokenized is None else args.tokenized
+        tokenized = args.tokenized
+        if tokenized is None:
+            tokenized = translator.pretokenized and args.text == "raw"
         tokenize = _bleu_tokenize(tokenized, args.tokenize)
         hyps = [h[0].text for h in results]
         scores = corpus_scores(hyps, references, tgt_lang=translator.tgt_lang, tokenize=tokenize)
         print(scores, file=sys.stderr)
     return 0
+
+
+def ready_lines(stream: BinaryIO, *, most: int = 4096) -> Iterator[list[str]]:
+    """The lines of ``stream`` in chunks: each chunk holds the lines read before the
+    stream had nothing more ready (a pipe that stays open gets each line answered as it
+    comes; a file is read in chunks of up to ``most`` lines).
+
+    Raises:
+        CorpusError: a line is not valid UTF-8 (naming it).
+    """
+    from aiayn.data.corpus import CorpusError
+
+    fd = stream.fileno()
+    pending, chunk, line_no = b"", [], 0
+    while True:
+        data = os.read(fd, 1 << 16)
+        if data:
+            *complete, pending = (pending + data).split(b"\n")
+        else:
+            complete, pending = ([pending] if pending else []), b""
+        for raw in complete:
+            line_no += 1
+            try:
+                chunk.append(raw.decode("utf-8").strip())
+            except UnicodeDecodeError as e:
+                raise CorpusError(
+                    f"<stdin>: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
+                ) from None
+        more = bool(data) and bool(select.select([fd], [], [], 0)[0])
+        if chunk and (not more or len(chunk) >= most):
+            yield chunk
+            chunk = []
+        if not data:
+            return
 
 
 def _format(index: int, hyps, nbest: int) -> str:

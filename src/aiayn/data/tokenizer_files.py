@@ -12,6 +12,7 @@ from aiayn.config import ModelConfig
 from aiayn.data.marian import MarianTokenizer
 from aiayn.data.tokenizer import CharTokenizer, Tokenizer, TokenizerError, load_tokenizer
 from aiayn.files import sha256_file
+from aiayn.text.preprocessing import MOSES_LOWERCASED, NO_PREPROCESSING, Preprocessing
 
 TOKENIZER_FILE = "tokenizer.json"  # in a model directory: which tokenizer files it uses
 TokenizerKind = Literal["sentencepiece", "char", "marian"]
@@ -22,7 +23,10 @@ class TokenizerInfo:
     """``tokenizer.json`` of a model directory: the tokenizer files the model was trained
     with, their vocabulary sizes and SHA-256 sums (checked when loaded), and the languages.
 
-    A language model has one tokenizer: ``src_file == tgt_file``.
+    A language model has one tokenizer: ``src_file == tgt_file``. ``src_preprocessing`` and
+    ``tgt_preprocessing`` record what each side's training text went through before it was
+    cut into pieces (Moses steps, ``aiayn.text.Preprocessing``); a file without them (older
+    aiayn) is read as Multi30k's ``tok/`` steps when ``pretokenized``, none otherwise.
     """
 
     kind: TokenizerKind
@@ -36,6 +40,8 @@ class TokenizerInfo:
     pretokenized: bool = False  # the training text was tokenised (BLEU on tokens)
     src_vocab_file: str = ""  # marian: the piece -> id vocabularies
     tgt_vocab_file: str = ""
+    src_preprocessing: Preprocessing = NO_PREPROCESSING
+    tgt_preprocessing: Preprocessing = NO_PREPROCESSING
 
     @property
     def files(self) -> list[str]:
@@ -65,7 +71,16 @@ def describe_tokenizers(
         src_lang=src_lang,
         tgt_lang=tgt_lang,
         pretokenized=pretokenized,
+        src_preprocessing=preprocessing_of(pretokenized),
+        tgt_preprocessing=preprocessing_of(pretokenized),
     )
+
+
+def preprocessing_of(pretokenized: bool) -> Preprocessing:
+    """The preprocessing of text aiayn calls pre-tokenised: Multi30k's ``tok/`` files
+    (Moses punctuation normalisation, tokenisation, lowercasing), the only tokenised text
+    its named corpora hold."""
+    return MOSES_LOWERCASED if pretokenized else NO_PREPROCESSING
 
 
 def tokenizer_info_json(info: TokenizerInfo) -> str:
@@ -87,6 +102,9 @@ def read_tokenizer_info(directory: str | Path) -> TokenizerInfo:
             raise TypeError("expected a JSON object")
         if "kind" not in data:
             return _upgraded(Path(directory), data)
+        default = preprocessing_of(bool(data.get("pretokenized")))
+        for side in ("src_preprocessing", "tgt_preprocessing"):
+            data[side] = Preprocessing(**data[side]) if side in data else default
         return TokenizerInfo(**data)
     except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError) as e:
         raise TokenizerError(f"{path}: not a valid {TOKENIZER_FILE} ({e})") from None

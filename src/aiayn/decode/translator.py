@@ -18,6 +18,12 @@ from aiayn.decode.stepper import Precision, TransformerStepper, stepper_for
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.store import load_model
+from aiayn.text.html import HtmlText
+from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
+from aiayn.text.sentences import Paragraph, split_paragraph
+
+TextMode = Literal["natural", "raw"]
+TextFormat = Literal["text", "html"]
 
 
 class TranslationError(AiaynError, ValueError):
@@ -40,6 +46,10 @@ class SearchOptions:
     on_long: Literal["truncate", "error"] = "truncate"
     precision: Precision = "fp32"  # bf16: the large linear maps multiply in bfloat16
     stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
+    # how text meets the model (Translator.translate):
+    text: TextMode = "natural"  # raw: each line to the subword model as it is (research)
+    split_sentences: bool = True  # natural: translate a line's sentences one by one
+    format: TextFormat = "text"  # html: each line is an HTML document (aiayn.text.html)
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,7 @@ class Translator:
         *,
         pretokenized: bool = False,
         languages: tuple[str, str] = ("", ""),
+        preprocessing: tuple[Preprocessing, Preprocessing] = (NO_PREPROCESSING, NO_PREPROCESSING),
         packed: bool = True,
     ):
         self.model = model.eval()
@@ -73,6 +84,9 @@ class Translator:
         self.tgt_tokenizer = tgt_tokenizer
         self.pretokenized = pretokenized
         self.src_lang, self.tgt_lang = languages  # ISO codes, when the model directory says
+        # what the training text went through, per side (tokenizer.json)
+        self.src_text = TextProcessor(preprocessing[0], self.src_lang)
+        self.tgt_text = TextProcessor(preprocessing[1], self.tgt_lang)
         self.packed = packed
         self._steppers: dict[str, tuple[tuple, TransformerStepper]] = {}  # by precision
 
@@ -86,8 +100,14 @@ class Translator:
             raise TranslationError(f"{directory}: a language model, not a translation model")
         src, tgt, info = load_tokenizers(directory)
         check_vocabularies(directory, info, cfg)
-        languages = (info.src_lang, info.tgt_lang)
-        return cls(model, src, tgt, pretokenized=info.pretokenized, languages=languages)
+        return cls(
+            model,
+            src,
+            tgt,
+            pretokenized=info.pretokenized,
+            languages=(info.src_lang, info.tgt_lang),
+            preprocessing=(info.src_preprocessing, info.tgt_preprocessing),
+        )
 
     def token_id(self, token: str) -> int:
         """The source vocabulary's id of one whole token.
@@ -130,11 +150,48 @@ class Translator:
     ) -> list[list[Translation]]:
         """The ``options.nbest`` translations of every line, in input order.
 
-        Empty lines give one empty translation. Lines longer than ``max_src_len`` subwords
-        are truncated with a warning, or refused, by ``options.on_long``. A ``target_token``
-        (a multilingual model's ``>>fra<<``) goes before every non-empty line.
+        ``options.text``: "natural" (the default) prepares every input as the model's
+        training text was prepared (``tokenizer.json``'s preprocessing record) and restores
+        every output to natural text; with ``options.split_sentences`` a line is cut at
+        its line breaks and between its sentences, all sentences of all lines are
+        translated in one batch and each line is joined back with its own spacing (the
+        k-th hypothesis of a line joins its sentences' k-th; its score is their mean).
+        ``options.format`` "html": each line is an HTML document (``aiayn.text.html``).
+        "raw" gives each stripped line to the subword model as it is and returns what the
+        model decoded (research: scoring on tokenised text).
+
+        Empty lines give one empty translation. Sentences longer than ``max_src_len``
+        subwords are truncated with a warning, or refused, by ``options.on_long``. A
+        ``target_token`` (a multilingual model's ``>>fra<<``) goes before every non-empty
+        sentence.
         """
-        texts = [line.strip() for line in lines]
+        _check_text_options(options)
+        if options.text == "raw":
+            return self._translate_texts(
+                [line.strip() for line in lines], options, warn, target_token
+            )
+        html = options.format == "html"
+        documents = [HtmlText(line) for line in lines] if html else []
+        units = [t for d in documents for t in d.texts] if html else list(lines)
+        paragraphs = [
+            split_paragraph(u, self.src_lang, split=options.split_sentences) for u in units
+        ]
+        sources = [self.src_text.prepare(s) for p in paragraphs for s in p.sentences]
+        found = self._translate_texts(sources, options, warn, target_token)
+        joined = _join(paragraphs, found, self.tgt_text.restore, options.nbest)
+        if not html:
+            return joined
+        results, start = [], 0
+        for document in documents:
+            end = start + len(document.texts)
+            text = document.render([hyps[0].text for hyps in joined[start:end]])
+            results.append([Translation(text, 0.0, [])])
+            start = end
+        return results
+
+    def _translate_texts(
+        self, texts: list[str], options: SearchOptions, warn, target_token: str | None
+    ) -> list[list[Translation]]:
         ids = self.src_tokenizer.encode(texts)
         if target_token is not None:
             prefix = self.token_id(target_token)
@@ -211,6 +268,37 @@ class Translator:
 
     def _translation(self, tokens: list[int], score: float) -> Translation:
         return Translation(self.tgt_tokenizer.decode(tokens), score, tokens)
+
+
+def _check_text_options(options: SearchOptions) -> None:
+    if options.text not in get_args(TextMode):
+        raise TranslationError(f"text {options.text!r} is not one of natural, raw")
+    if options.format not in get_args(TextFormat):
+        raise TranslationError(f"format {options.format!r} is not one of text, html")
+
+
+def _join(
+    paragraphs: list[Paragraph],
+    found: list[list[Translation]],
+    restore: Callable[[str], str],
+    nbest: int,
+) -> list[list[Translation]]:
+    """Each paragraph's translations: its sentences' restored hypotheses in its spacing."""
+    results, start = [], 0
+    for paragraph in paragraphs:
+        sentences = found[start : start + len(paragraph.sentences)]
+        start += len(paragraph.sentences)
+        if not sentences:
+            results.append([Translation(paragraph.join([]), 0.0, [])])
+            continue
+        hyps = []
+        for k in range(min(nbest, max(len(h) for h in sentences))):
+            chosen = [h[min(k, len(h) - 1)] for h in sentences]
+            text = paragraph.join([restore(t.text) for t in chosen])
+            score = sum(t.score for t in chosen) / len(chosen)
+            hyps.append(Translation(text, score, [i for t in chosen for i in t.tokens]))
+        results.append(hyps)
+    return results
 
 
 def _until(eos: int, row: list[int]) -> list[int]:

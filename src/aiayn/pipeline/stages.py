@@ -244,8 +244,14 @@ def load_model(job: Job) -> None:
 
 
 def search_options(p: PipelineConfig, alpha: float) -> SearchOptions:
+    """Test sets are translated line by line as they are (``text="raw"``): scores on
+    tokenised text compare the model's own tokens with the references'."""
     return SearchOptions(
-        beam=p.beam, alpha=alpha or None, max_len_b=p.max_len_b, batch_tokens=p.batch_tokens
+        beam=p.beam,
+        alpha=alpha or None,
+        max_len_b=p.max_len_b,
+        batch_tokens=p.batch_tokens,
+        text="raw",
     )
 
 

@@ -1,0 +1,142 @@
+"""HTML in, HTML out (LibreTranslate's ``format: html``), parsed with BeautifulSoup.
+
+The rule, in full:
+
+- The text is cut into *segments* at the edges of block elements (``p``, ``div``, ``li``,
+  headings, table cells, ...), at ``<br>``, and at *kept* elements. A segment is translated
+  as one text (so a sentence that spans inline tags such as ``<a>``, ``<b>`` or ``<span>`` is
+  one sentence), all segments of a document in one call.
+- *Kept* elements are not translated and stay where they are: ``code``, ``pre``, ``kbd``,
+  ``samp``, ``script``, ``style``, ``textarea``, ``translate="no"`` or class ``notranslate``,
+  a link whose text is a URL or starts with ``#`` or ``@`` (hashtags and mentions), and
+  Mastodon's ``h-card``, ``mention`` and ``hashtag`` classes.
+- A segment without a letter or a digit (markup only, whitespace, punctuation) is left alone.
+- Tags are carried by the text nodes they hold: the translation's words are dealt, in
+  order, to the segment's text nodes in proportion to the characters each held in the
+  source (every node with a letter or digit gets at least one word while words last), so an
+  inline tag wraps the part of the translation at the position its text had in the source.
+- Entities are decoded once on reading and ``&``, ``<``, ``>`` escaped once on writing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+
+BLOCKS = frozenset(
+    {"address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div"}
+    | {"dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "html"}
+    | {"h1", "h2", "h3", "h4", "h5", "h6", "li", "main", "nav", "ol", "p", "section", "summary"}
+    | {"table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul"}
+)
+KEPT_TAGS = frozenset(["code", "pre", "kbd", "samp", "script", "style", "textarea", "template"])
+KEPT_CLASSES = frozenset({"notranslate", "h-card", "mention", "hashtag"})
+_URL = re.compile(r"^(https?://|www\.|[#@])", re.IGNORECASE)
+_WORD = re.compile(r"\S+\s*")
+
+
+class HtmlText:
+    """An HTML document's segments to translate (``texts``) and the document with their
+    translations in place (``render``); see the module docstring."""
+
+    def __init__(self, html: str):
+        self._soup = BeautifulSoup(html, "html.parser")
+        segments: list[list[NavigableString]] = [[]]
+        _collect(self._soup, segments)
+        self._segments = [s for s in segments if any(_has_word(leaf) for leaf in s)]
+        self.texts = [" ".join("".join(_carried(s)).split()) for s in self._segments]
+
+    def render(self, translations: Sequence[str]) -> str:
+        """The document with segment ``i``'s text replaced by ``translations[i]`` (once)."""
+        if len(translations) != len(self.texts):
+            raise ValueError(f"{len(translations)} translations for {len(self.texts)} segments")
+        for segment, translation in zip(self._segments, translations, strict=True):
+            _deal(segment, translation)
+        self._segments = []
+        return self._soup.decode(formatter="minimal")
+
+
+def translate_html(html: str, translate: Callable[[list[str]], list[str]]) -> str:
+    """``html`` with the text of each segment replaced by its translation (module
+    docstring); ``translate`` takes and returns plain texts, one per segment."""
+    document = HtmlText(html)
+    return document.render(translate(document.texts) if document.texts else [])
+
+
+def _collect(node: Tag, segments: list[list[NavigableString]]) -> None:
+    for child in list(node.children):
+        if isinstance(child, Comment) or not isinstance(child, NavigableString | Tag):
+            continue
+        if isinstance(child, NavigableString):
+            if type(child) is NavigableString:  # not a CData, Doctype, ...
+                segments[-1].append(child)
+            continue
+        if _kept(child) or child.name == "br":
+            segments.append([])
+            continue
+        block = child.name in BLOCKS
+        if block:
+            segments.append([])
+        _collect(child, segments)
+        if block:
+            segments.append([])
+
+
+def _kept(tag: Tag) -> bool:
+    if tag.name in KEPT_TAGS or tag.get("translate") == "no":
+        return True
+    if KEPT_CLASSES & set(tag.get("class") or ()):
+        return True
+    return tag.name == "a" and bool(_URL.match(tag.get_text().strip()))
+
+
+def _has_word(text: str) -> bool:
+    return any(c.isalnum() for c in text)
+
+
+def _carried(segment: Sequence[NavigableString]) -> list[str]:
+    """The texts from the segment's first node with a word to its last."""
+    words = [i for i, leaf in enumerate(segment) if _has_word(leaf)]
+    return [str(leaf) for leaf in segment[words[0] : words[-1] + 1]]
+
+
+def _deal(segment: list[NavigableString], translation: str) -> None:
+    """Put ``translation`` into the segment's nodes (module docstring)."""
+    carriers = [i for i, leaf in enumerate(segment) if _has_word(leaf)]
+    first, last = carriers[0], carriers[-1]
+    inner = segment[first : last + 1]
+    weights = [sum(not c.isspace() for c in leaf) if _has_word(leaf) else 0 for leaf in inner]
+    words = _WORD.findall(translation.strip())
+    shares = _shares(weights, len(words))
+    lead = str(segment[first])[: len(segment[first]) - len(segment[first].lstrip())]
+    tail = str(segment[last])[len(segment[last].rstrip()) :]
+    start = 0
+    for k, (leaf, share) in enumerate(zip(inner, shares, strict=True)):
+        text = "".join(words[start : start + share])
+        start += share
+        if k == 0:
+            text = lead + text
+        if k == len(inner) - 1:
+            text = text.rstrip() + tail
+        leaf.replace_with(text)
+
+
+def _shares(weights: list[int], words: int) -> list[int]:
+    """``words`` dealt in order in proportion to ``weights``: every positive weight gets
+    at least one while there are enough, a zero weight none."""
+    total = sum(weights)
+    later = sum(w > 0 for w in weights)  # positive weights not yet dealt to
+    shares, given, seen = [], 0, 0
+    for w in weights:
+        if w == 0:
+            shares.append(0)
+            continue
+        seen += w
+        later -= 1
+        end = max(round(words * seen / total), given + 1)  # at least one word
+        end = max(given, min(end, words - later, words))  # one left for each later node
+        shares.append(end - given)
+        given = end
+    return shares
