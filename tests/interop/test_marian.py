@@ -161,6 +161,19 @@ def test_the_tokenizer_gives_hugging_faces_ids(marian):
         assert translator.src_tokenizer.encode([text])[0] + [0] == theirs
 
 
+def test_outputs_are_detokenised_as_hugging_face_does(marian):
+    """Pieces only the source side of a shared vocabulary has (``▁ladder``) included."""
+    _, hf_tok, translator, kind = marian
+    ids = translator.src_tokenizer.encode(SOURCES)
+    for row in ids:
+        theirs = hf_tok.decode(row, skip_special_tokens=True)
+        assert translator.tgt_tokenizer.decode(row) == theirs
+    if kind == "shared":
+        target = hf_tok.spm_target
+        pieces = translator.src_tokenizer.pieces([i for row in ids for i in row])
+        assert any(target.piece_to_id(p) == target.unk_id() for p in pieces)
+
+
 def test_teacher_forced_logits_equal_hugging_faces_on_a_padded_batch(marian):
     hf, hf_tok, translator, kind = marian
     batch = hf_tok(_prefixed(kind), text_target=SOURCES[::-1], padding=True, return_tensors="pt")

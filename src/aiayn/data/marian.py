@@ -56,9 +56,11 @@ class MarianTokenizer:
         return [[self.ids.get(p, self.unk_id) for p in self._pieces_of(t)] for t in texts]
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Text of ``ids``; special tokens (EOS, PAD, UNK) are dropped."""
+        """Text of ``ids``; special tokens (EOS, PAD, UNK) are dropped. As Hugging Face's
+        ``convert_tokens_to_string``: a word marker ``▁`` left by a piece the target model
+        lacks (one only the shared vocabulary's source side has) becomes a space."""
         pieces = [self._pieces.get(int(i), "") for i in ids if int(i) not in self._special_ids]
-        return self._sp.decode_pieces([p for p in pieces if p]).strip()
+        return self._sp.decode_pieces([p for p in pieces if p]).replace("\u2581", " ").strip()
 
     def pieces(self, ids: Sequence[int]) -> list[str]:
         return [self._pieces.get(int(i), "<unk>") for i in ids]
