@@ -105,11 +105,21 @@ def test_json_lists_alternatives_and_html(server, en_de):
     assert answer["translatedText"] == expected_translations(en_de, SENTENCES)
     assert [len(a) for a in answer["alternatives"]] == [2, 2, 2]
     assert answer["detectedLanguage"][0]["language"] == "en"
-    page = "<p class='x'>the dog runs</p> <b>cat sleeps</b><script>keep me</script>"
+    page = "<p class='x'>the dog runs</p> <b>cat sleeps</b><br>.<script>keep me</script>"
     body = {"q": page, "source": "en", "target": "de", "format": "html"}
     out = httpx.post(server.url + "/translate", json=body).json()["translatedText"]
     expected = expected_translations(en_de, ["the dog runs", "cat sleeps"])
-    assert out == f"<p class='x'>{expected[0]}</p> <b>{expected[1]}</b><script>keep me</script>"
+    assert (
+        out == f'<p class="x">{expected[0]}</p> <b>{expected[1]}</b><br/>.<script>keep me</script>'
+    )
+
+
+def test_a_paragraph_comes_back_whole_with_its_line_breaks(server, en_de):
+    paragraph = "The dog runs. The cat sleeps.\n\nA man walks."
+    body = {"q": paragraph, "source": "en", "target": "de"}
+    out = httpx.post(server.url + "/translate", json=body).json()["translatedText"]
+    one_a_line = expected_translations(en_de, ["The dog runs.", "The cat sleeps.", "A man walks."])
+    assert out == f"{one_a_line[0]} {one_a_line[1]}\n\n{one_a_line[2]}"
 
 
 def test_what_a_request_gets_never_depends_on_its_batch(server, en_de):

@@ -111,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         precision=search_precision(args.precision, device),
         stopping=args.stopping,
+        text=args.text,
+        split_sentences=args.split_sentences,
         batch_tokens=args.batch_tokens,
         max_wait_ms=args.max_wait_ms,
         queue_size=args.queue_size,

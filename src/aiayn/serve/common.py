@@ -26,6 +26,8 @@ class ServeSettings:
     max_len_b: int = 50
     precision: str = "fp32"
     stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
+    text: str = "natural"  # natural or raw (SearchOptions.text)
+    split_sentences: bool = True  # natural text: a request's sentences translated one by one
     profile: str = "fast"
     device: str = "cpu"
     workers: int = 1  # batches decoded side by side, per model (processes for a translator)

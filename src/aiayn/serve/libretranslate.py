@@ -12,7 +12,7 @@ Also the web page at ``/`` and the attention heatmap it shows.
 from __future__ import annotations
 
 import asyncio
-import html
+import dataclasses
 import json
 import re
 import threading
@@ -48,8 +48,6 @@ LANGUAGE_NAMES = {
 FILE_FORMATS = (".txt",)  # /translate_file: text files
 KEPT_FILES = 256  # translated files kept for /download_file
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
-TAG = re.compile(r"(<!--.*?-->|<[^>]*>)", re.DOTALL)
-RAW_TEXT = re.compile(r"<(script|style)\b", re.IGNORECASE)
 
 
 class TranslatedFiles:
@@ -397,12 +395,9 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         if text_format not in ("text", "html"):
             raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
-        options = _options(settings, alternatives + 1)
-        if text_format == "html":
-            answers = [await _translate_html(service, pair, t, options, token) for t in texts]
-        else:
-            found = await service.translate(pair, texts, options, token)
-            answers = [[h.text for h in hyps] for hyps in found]
+        options = dataclasses.replace(_options(settings, alternatives + 1), format=text_format)
+        found = await service.translate(pair, texts, options, token)
+        answers = [[h.text for h in hyps] for hyps in found]
         single = isinstance(values["q"], str)
         body: dict[str, Any] = {
             "translatedText": answers[0][0] if single else [a[0] for a in answers]
@@ -437,6 +432,8 @@ def _options(settings: ServeSettings, nbest: int) -> SearchOptions:
         max_len_b=settings.max_len_b,
         precision=settings.precision,  # type: ignore[arg-type]
         stopping=settings.stopping,
+        text=settings.text,  # type: ignore[arg-type]
+        split_sentences=settings.split_sentences,
     )
 
 
@@ -503,28 +500,3 @@ def _integer(values: dict[str, Any], name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ApiError(400, f"Invalid request: {name} must be {low} to {high}, got {value}")
     return value
-
-
-async def _translate_html(
-    service: LibreTranslate, pair: Pair, document: str, options: SearchOptions, token: str | None
-) -> list[str]:
-    """``document`` with the text between its tags translated and the tags kept (text in
-    ``script`` and ``style`` is kept too); one string per alternative."""
-    parts = TAG.split(document)  # text, tag, text, tag, ..., text
-    todo = [
-        i
-        for i, part in enumerate(parts)
-        if i % 2 == 0 and part.strip() and not (i and RAW_TEXT.match(parts[i - 1]))
-    ]
-    texts = [html.unescape(parts[i]).strip() for i in todo]
-    found = await service.translate(pair, texts, options, token) if texts else []
-    outputs = []
-    for rank in range(options.nbest):
-        out = list(parts)
-        for i, hyps in zip(todo, found, strict=True):
-            text = hyps[min(rank, len(hyps) - 1)].text
-            lead = parts[i][: len(parts[i]) - len(parts[i].lstrip())]
-            trail = parts[i][len(parts[i].rstrip()) :]
-            out[i] = lead + html.escape(text, quote=False) + trail
-        outputs.append("".join(out))
-    return outputs
