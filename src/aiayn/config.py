@@ -339,8 +339,13 @@ class PipelineConfig:
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
     exports: tuple[ExportTarget, ...] = ()  # the model written under exports/ at the end
+    # multi30k raw text: also BLEU as the literature scores it (hypotheses normalised,
+    # Moses-tokenised and lowercased as the tok/ files were, against those, tokenize none)
+    literature_bleu: bool = False
 
     def __post_init__(self) -> None:
+        if self.literature_bleu and (self.dataset, self.text) != ("multi30k", "raw"):
+            raise ValueError('literature_bleu needs dataset "multi30k" with text "raw"')
         at_least_0 = ("alpha", "examples", "test_limit", "max_len_b")
         at_least_1 = ("average_last", "beam", "batch_tokens")
         check_ranges(self, at_least_1=at_least_1, at_least_0=at_least_0)

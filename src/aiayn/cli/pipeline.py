@@ -69,12 +69,19 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
         f"## {p.dataset} {pair}, beam {p.beam}, α {result.alpha}"
         + (" (chosen on the validation set)" if result.alpha_scores else ""),
         "",
-        "| test set | BLEU | chrF | sentences/s |",
-        "|---|---:|---:|---:|",
     ]
+    literature = any(t.literature_bleu is not None for t in result.tests)
+    if literature:
+        lines += [
+            "| test set | BLEU | BLEU (tokenised, lowercased) | chrF | sentences/s |",
+            "|---|---:|---:|---:|---:|",
+        ]
+    else:
+        lines += ["| test set | BLEU | chrF | sentences/s |", "|---|---:|---:|---:|"]
     for t in result.tests:
+        tok = f"{t.literature_bleu:.2f} | " if literature and t.literature_bleu is not None else ""
         lines.append(
-            f"| {t.split} | {t.bleu:.2f} | {t.chrf:.2f} | "
+            f"| {t.split} | {t.bleu:.2f} | {tok}{t.chrf:.2f} | "
             f"{t.sentences / max(t.seconds, 1e-9):.1f} |"
         )
     lines += [
@@ -86,6 +93,13 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
         + ")",
         f"- BLEU signature: {result.tests[0].bleu_signature}" if result.tests else "",
         f"- chrF signature: {result.tests[0].chrf_signature}" if result.tests else "",
+        (
+            f"- tokenised, lowercased BLEU (the literature's: hypotheses normalised, "
+            f"Moses-tokenised and lowercased as Multi30k's tok/ files, against those): "
+            f"{result.tests[0].literature_signature}"
+        )
+        if literature
+        else "",
         _alpha_line(result),
         "",
         "Examples (test set 1):",

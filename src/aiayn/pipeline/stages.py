@@ -16,12 +16,15 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import torch
 
 from aiayn.config import PipelineConfig, PrepareConfig, Recipe
 from aiayn.data import prepare
+from aiayn.data.corpus import read_lines
+from aiayn.data.multi30k import tok_path
 from aiayn.decode.process import DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
@@ -42,6 +45,7 @@ from aiayn.pipeline.prepared import (
 from aiayn.store.card import Score
 from aiayn.store.model_dir import is_model_directory, save_model
 from aiayn.store.model_dir import load_model as load_model_dir
+from aiayn.text.preprocessing import MOSES_LOWERCASED, TextProcessor
 from aiayn.train import Trainer, TrainerState, list_checkpoints
 from aiayn.train.checkpoint import (
     CHECKSUMS_FILE,
@@ -63,6 +67,8 @@ class TestResult:
     sentences: int
     seconds: float
     examples: list[dict[str, str]] = field(default_factory=list)
+    literature_bleu: float | None = None  # "literature score"
+    literature_signature: str = ""
 
 
 @dataclass
@@ -374,6 +380,23 @@ def _exports(job: Job) -> bool:
     return bool(job.p.exports)
 
 
+def literature_score(job: Job) -> None:
+    """Scores each test split's hypotheses as the literature scores Multi30k: normalised,
+    Moses-tokenised and lowercased as the dataset's ``task1-tokenize.sh`` made its ``tok/``
+    files (``aiayn.text.MOSES_LOWERCASED``), against those, with ``tokenize='none'``."""
+    p = job.p
+    processor = TextProcessor(MOSES_LOWERCASED, p.tgt_lang)
+    limit = p.test_limit or None
+    for test in job.tests:
+        hyps = (job.work / "results" / f"{test.split}.{p.tgt_lang}.hyp").read_text("utf-8")
+        tokenized = [processor.prepare(h) for h in hyps.split("\n")[: test.sentences]]
+        path = tok_path(job.work / "multi30k", test.split, p.tgt_lang)
+        references = list(islice(read_lines(path), limit))
+        scores = corpus_scores(tokenized, references, tokenize="none")
+        test.literature_bleu, test.literature_signature = scores.bleu, scores.bleu_signature
+        job.log(f"{test.split}: BLEU {scores.bleu:.2f} tokenised and lowercased (the literature's)")
+
+
 STAGES: tuple[Stage, ...] = (
     Stage("check exports", "", check_exports, when=_exports),
     Stage("corpus", "multi30k/ or wmt14/ (named corpora)", fetch_corpus),
@@ -383,6 +406,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("load model", "", load_model),
     Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
     Stage("translate and score", "results/", translate_and_score),
+    Stage("literature score", "", literature_score, when=lambda job: job.p.literature_bleu),
     Stage("model card", "model/README.md", write_card, when=lambda job: bool(job.tests)),
     Stage("export", "exports/", export, when=_exports),
 )
