@@ -35,6 +35,8 @@ def workdir(trained_model_dir, tmp_path) -> Path:
     shutil.copytree(trained_model_dir, model)
     info = json.loads((model / "tokenizer.json").read_text())
     (model / "tokenizer.json").write_text(json.dumps({**info, "src_lang": "en", "tgt_lang": "de"}))
+    # scripts/run.sh's recipe (raw cased text) and the tokenised recipe write here
+    (root / "runs" / "multi30k_en_de_tiny_raw").symlink_to(model.parent)
     (root / "configs").symlink_to(REPO / "configs")
     return root
 
