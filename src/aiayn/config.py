@@ -355,6 +355,18 @@ class PipelineConfig:
             raise ValueError(f"tune_alpha values must be at least 0, got {list(self.tune_alpha)}")
 
 
+def training_warnings(cfg: TrainConfig) -> list[str]:
+    """What in ``cfg`` is allowed but likely to give a useless model, one line each."""
+    warnings = []
+    if cfg.run.max_updates < cfg.optim.warmup_steps:
+        warnings.append(
+            f"warning: run.max_updates {cfg.run.max_updates:,} ends before the warm-up "
+            f"(optim.warmup_steps {cfg.optim.warmup_steps:,}): the learning rate never reaches "
+            "its peak and the model stays weak; lower optim.warmup_steps with it"
+        )
+    return warnings
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     """A pipeline file: ``[pipeline]``, ``[prepare]`` and the training tables."""

@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+from aiayn import __version__
 from aiayn.cli import data, generate, info, interop, pipeline, plot, serve, train, translate
 from aiayn.cli.common import Parser, one_line
 from aiayn.errors import AiaynError
@@ -20,6 +21,7 @@ COMMAND_FAMILIES = (info, data, train, translate, pipeline, plot, generate, inte
 
 def build_parser() -> Parser:
     parser = Parser(prog="aiayn", description="The Transformer of 'Attention Is All You Need'.")
+    parser.add_argument("--version", action="version", version=f"aiayn {__version__}")
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )

@@ -47,8 +47,13 @@ def run(args: argparse.Namespace) -> int:
     work = args.work or str(Path("runs") / Path(args.recipe).stem)
     values = apply_overrides(load_toml(args.recipe), args.set)
     recipe = recipe_from_dict(values, where=args.recipe, recipe_dir=str(Path(args.recipe).parent))
+    from aiayn.config import training_warnings
+
     corpus = args.corpus or default_corpus_dir(recipe.pipeline.dataset)
-    log(f"aiayn pipeline {args.recipe} -> {work} (corpus: {corpus or 'download'}; {allocator})")
+    where = "your files" if recipe.pipeline.dataset == "files" else corpus or "download"
+    log(f"aiayn pipeline {args.recipe} -> {work} (corpus: {where}; {allocator})")
+    for warning in training_warnings(recipe.train):
+        log(warning)
     result = run_pipeline(
         recipe,
         work,

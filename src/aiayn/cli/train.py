@@ -40,11 +40,14 @@ def run_train(args: argparse.Namespace) -> int:
     from aiayn.memory import tune_allocator
 
     allocator = tune_allocator()
+    from aiayn.config import training_warnings
     from aiayn.config_io import load_train_config
     from aiayn.train import Trainer
     from aiayn.validation import card_for, validators_for
 
     cfg = load_train_config(args.config, args.set)
+    for warning in training_warnings(cfg):
+        log(warning)
     reporter = TerminalReporter()
     trainer = Trainer(
         cfg,

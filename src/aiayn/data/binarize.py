@@ -97,9 +97,30 @@ def prepare(
                 )
         if stats["train"].pairs == 0:
             raise CorpusError(f"{files['train'][0]}: no training pairs left (empty corpus?)")
+        if not cfg.vocab_from and (warning := vocabulary_warning(vocab, stats["train"])):
+            log(warning)
         manifest = _manifest(cfg, vocab, stats, dtype.name, tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
     return manifest
+
+
+TOKENS_PER_PIECE = 20  # fewer training tokens per piece: a vocabulary too large to learn
+
+
+def vocabulary_warning(vocab: dict, train) -> str | None:
+    """A warning when the training text has fewer than ``TOKENS_PER_PIECE`` tokens per
+    vocabulary piece on a side (as a 10,000-piece vocabulary on 5,000 short sentence pairs
+    does): most pieces are then seen too rarely to be learned."""
+    for side, tokens in (("source", train.src_tokens), ("target", train.tgt_tokens)):
+        pieces = vocab["sizes"]["src" if side == "source" else "tgt"]
+        if tokens < TOKENS_PER_PIECE * pieces:
+            return (
+                f"warning: the {side} side of the training text has {tokens:,} tokens for "
+                f"{pieces:,} vocabulary pieces ({tokens / pieces:.1f} per piece, fewer than "
+                f"{TOKENS_PER_PIECE}): most pieces are too rare to be learned; a smaller "
+                "vocab_size suits this corpus"
+            )
+    return None
 
 
 def _train_vocabularies(cfg, train_files, tmp: Path, log, *, threads: int) -> dict:
