@@ -23,7 +23,7 @@ PAGE = """<!doctype html>
 <h1>aiayn</h1>
 <p><small>__SOURCE__ &rarr; __TARGET__. The picture shows what each output word attended to
 in the input (encoder&ndash;decoder attention, every layer and head).</small></p>
-<textarea id="source" placeholder="Type a sentence"></textarea>
+<textarea id="source" placeholder="Type a sentence (Enter translates, Shift+Enter starts a new line)"></textarea>
 <div><input id="key" placeholder="API key (if the server needs one)" size="30">
 <button id="go">Translate</button></div>
 <div id="translation"></div>
@@ -40,6 +40,8 @@ async function translate() {
   if (!q) return;
   error.textContent = "";
   out.textContent = "…";
+  picture.removeAttribute("src");  // the last translation's picture is not this one's
+  picture.alt = "";
   const key = document.getElementById("key").value;
   const body = {q: q, source: "__SOURCE__", target: "__TARGET__"};
   if (key) body.api_key = key;
@@ -59,6 +61,12 @@ async function translate() {
 }
 
 document.getElementById("go").addEventListener("click", translate);
+source.addEventListener("keydown", (event) => {  // Enter translates, Shift+Enter breaks the line
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    translate();
+  }
+});
 const given = new URLSearchParams(location.search).get("q");
 if (given) { source.value = given; translate(); }
 </script>
