@@ -79,3 +79,12 @@ def test_a_wrong_number_of_translations_is_refused(count):
     document = HtmlText("<p>One.</p><p>Two.</p><p>Three.</p>")
     with pytest.raises(ValueError, match="3 segments"):
         document.render(["x"] * count)
+
+
+def test_punctuation_in_its_own_node_is_translated_with_its_sentence():
+    texts = []
+    out = translate_html(
+        "<p>A dog <b>runs</b>.</p>", lambda t: texts.extend(t) or ["Ein Hund rennt."]
+    )
+    assert texts == ["A dog runs."]
+    assert out == "<p>Ein Hund <b>rennt.</b></p>"

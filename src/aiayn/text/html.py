@@ -13,8 +13,9 @@ The rule, in full:
 - A segment without a letter or a digit (markup only, whitespace, punctuation) is left alone.
 - Tags are carried by the text nodes they hold: the translation's words are dealt, in
   order, to the segment's text nodes in proportion to the characters each held in the
-  source (every node with a letter or digit gets at least one word while words last), so an
-  inline tag wraps the part of the translation at the position its text had in the source.
+  source (every node with a letter or digit gets at least one word while words last, a node
+  of punctuation alone none: its punctuation is translated with the rest), so an inline tag
+  wraps the part of the translation at the position its text had in the source.
 - Entities are decoded once on reading and ``&``, ``<``, ``>`` escaped once on writing.
 """
 
@@ -97,15 +98,19 @@ def _has_word(text: str) -> bool:
 
 
 def _carried(segment: Sequence[NavigableString]) -> list[str]:
-    """The texts from the segment's first node with a word to its last."""
-    words = [i for i, leaf in enumerate(segment) if _has_word(leaf)]
-    return [str(leaf) for leaf in segment[words[0] : words[-1] + 1]]
+    """The texts from the segment's first node that is not blank to its last."""
+    first, last = _edges(segment)
+    return [str(leaf) for leaf in segment[first : last + 1]]
+
+
+def _edges(segment: Sequence[NavigableString]) -> tuple[int, int]:
+    filled = [i for i, leaf in enumerate(segment) if leaf.strip()]
+    return filled[0], filled[-1]
 
 
 def _deal(segment: list[NavigableString], translation: str) -> None:
     """Put ``translation`` into the segment's nodes (module docstring)."""
-    carriers = [i for i, leaf in enumerate(segment) if _has_word(leaf)]
-    first, last = carriers[0], carriers[-1]
+    first, last = _edges(segment)
     inner = segment[first : last + 1]
     weights = [sum(not c.isspace() for c in leaf) if _has_word(leaf) else 0 for leaf in inner]
     words = _WORD.findall(translation.strip())
