@@ -23,7 +23,8 @@ PAGE = """<!doctype html>
 <h1>aiayn</h1>
 <p><small>__SOURCE__ &rarr; __TARGET__. The picture shows what each output word attended to
 in the input (encoder&ndash;decoder attention, every layer and head).</small></p>
-<textarea id="source" placeholder="Type a sentence (Enter translates, Shift+Enter starts a new line)"></textarea>
+<textarea id="source"
+  placeholder="Type a sentence (Enter translates, Shift+Enter starts a new line)"></textarea>
 <div><input id="key" placeholder="API key (if the server needs one)" size="30">
 <button id="go">Translate</button></div>
 <div id="translation"></div>
