@@ -122,6 +122,11 @@ def damaged_model(name: str, damage: Callable[[Path], None]) -> Callable[[Path, 
     return setup
 
 
+def _with_record(path: Path, record: dict) -> str:
+    """``path``'s tokenizer.json with ``record`` as its source preprocessing."""
+    return json.dumps({**json.loads(path.read_text()), "src_preprocessing": record})
+
+
 def swapped_tokenizer(w: Path, t: Path) -> None:
     model = _copy(w, t, "run/best")
     spm = model / "spm.model"
@@ -255,6 +260,8 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("translate --precision fp8", NONE, [*TRANSLATE, "--precision", "fp8"], "--precision"),
     ("translate --profile turbo", NONE, [*TRANSLATE, "--profile", "turbo"], "--profile"),
     ("translate --stopping soon", NONE, [*TRANSLATE, "--stopping", "soon"], "--stopping"),
+    ("translate --text cooked", NONE, [*TRANSLATE, "--text", "cooked"], "--text"),
+    ("translate --format pdf", NONE, [*TRANSLATE, "--format", "pdf"], "--format"),
     ("generate --top-p 0", NONE, [*GENERATE, "--top-p", "0"], "--top-p"),
     ("generate --top-p 1.5", NONE, [*GENERATE, "--top-p", "1.5"], "--top-p"),
     ("generate --temperature -1", NONE, [*GENERATE, "--temperature", "-1"], "--temperature"),
@@ -594,6 +601,18 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         damaged_model("tokenizer.json", lambda p: p.write_text("[1]")),
         ["translate", "--model", "{t}/run/best", "-i", "{w}/in.txt"],
         "tokenizer.json",
+    ),
+    (
+        "tokenizer.json preprocessing not booleans",
+        damaged_model("tokenizer.json", lambda p: p.write_text(_with_record(p, {"lowercase": 1}))),
+        ["translate", "--model", "{t}/run/best", "-i", "{w}/in.txt"],
+        "lowercase must be true or false",
+    ),
+    (
+        "tokenizer.json preprocessing unknown step",
+        damaged_model("tokenizer.json", lambda p: p.write_text(_with_record(p, {"stem": True}))),
+        ["translate", "--model", "{t}/run/best", "-i", "{w}/in.txt"],
+        "stem",
     ),
     (
         "tokenizer file missing",
