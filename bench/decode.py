@@ -137,7 +137,13 @@ def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, bf16: bool
     def run():
         with torch.inference_mode():
             if search == "greedy":
-                greedy_search(stepper, src, max_len=STEPS, specials=model.specials)
+                greedy_search(
+                    stepper,
+                    src,
+                    max_len=STEPS,
+                    specials=model.specials,
+                    argmax=model.profile.argmax,
+                )
             else:
                 beam_search(
                     stepper,
@@ -145,6 +151,7 @@ def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, bf16: bool
                     beam=BEAM[size],
                     max_len_b=STEPS - SRC_LEN,
                     specials=model.specials,
+                    extensions=model.profile.extensions,
                 )
 
     return run

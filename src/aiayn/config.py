@@ -278,7 +278,7 @@ class RunConfig:
     patience: int = 0  # validations without improvement before stopping (0: never)
     precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32"  # auto: bf16 where hardware has it
     compile: bool = False  # torch.compile the model
-    profile: Literal["reference", "fast"] = "fast"  # plain modules, or the measured tricks
+    profile: str | None = None  # aiayn.accel.PROFILES: plain modules, or the tricks (None)
     device: str = "auto"  # auto, cpu, cuda, cuda:N
     dist_timeout_minutes: float = 30.0  # several processes: how long a collective may wait
     threads: int = 0  # torch intra-op threads (0: PyTorch's default)

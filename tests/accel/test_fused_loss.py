@@ -6,9 +6,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.accel.fused_loss import CHUNK_ROWS_MULTIPLE, chunks, fused_label_smoothed_nll
+from aiayn.accel.fused_loss import (
+    CHUNK_ROWS_MULTIPLE,
+    chunks,
+    fused_label_smoothed_nll,
+    fused_loss,
+)
 from aiayn.modules import OutputProjection
-from aiayn.train.loss import fused_loss, label_smoothed_nll
+from aiayn.modules.loss import label_smoothed_nll
 
 
 def test_label_smoothing_against_a_hand_computed_value():

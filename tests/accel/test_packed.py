@@ -14,10 +14,11 @@ from aiayn.accel.packed import (
     packs_bfloat16,
     padded_rows,
 )
+from aiayn.accel.stepper import fast_stepper
 from aiayn.accel.token_step import affine
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
-from aiayn.decode.stepper import FastTransformerStepper, TransformerStepper, stepper_for
+from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.models import build_model
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
@@ -123,7 +124,7 @@ def test_every_map_within_many_rows_is_packed_whatever_its_size():
 
 
 def test_the_fast_stepper_packs_the_encoder_and_the_memory_projections():
-    stepper = FastTransformerStepper(_model(vocab=10_000))
+    stepper = fast_stepper(_model(vocab=10_000))
     model = stepper.model
     assert all(not isinstance(m, nn.Linear) for m in [*model.encoder.modules(), model.output.proj])
     for layer in model.decoder.layers:

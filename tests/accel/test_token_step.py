@@ -1,14 +1,29 @@
-"""``aiayn.accel.token_step.TokenStep`` (through ``FastTransformerStepper``) against the
+"""``aiayn.accel.token_step.TokenStep`` (through ``TokenStepper``) against the
 reference stepper: the plain decoder pass over a ``torch.cat`` cache, every row holding its
 own copy of the memory."""
+
+import inspect
 
 import pytest
 import torch
 
-from aiayn.accel.packed import PackedFromRows, onednn_available
-from aiayn.accel.token_step import MIN_SPAN, TokenStepState
-from aiayn.decode import FastTransformerStepper, TransformerStepper
-from aiayn.decode import stepper as stepper_module
+from aiayn.accel import packed as packed_module
+from aiayn.accel import stepper as stepper_module
+from aiayn.accel.attention import MIN_SOFTMAX_SPAN
+from aiayn.accel.packed import PackedFromRows, onednn_available, probe_onednn
+from aiayn.accel.stepper import SharedMemoryStepper, TokenStepper, fast_stepper
+from aiayn.accel.token_step import (
+    DECODER_LAYER_PARAMETERS,
+    HANDLED_OPTIONS,
+    TokenStepState,
+    UnsupportedLayerError,
+    layer_weights,
+    parameter_names,
+)
+from aiayn.decode import TransformerStepper
+from aiayn.models.transformer import Stack, Transformer
+from aiayn.modules import CrossAttention, DecoderLayer, PositionwiseFeedForward, SelfAttention
+from aiayn.modules.layers import SublayerConnection
 
 from ..conftest import tiny_model
 
@@ -17,7 +32,7 @@ SENTENCES, WIDTH = 3, 3  # WIDTH: beams per sentence
 
 def _steppers(**overrides):
     ref = TransformerStepper(tiny_model(profile="reference", **overrides))
-    fast = FastTransformerStepper(tiny_model(profile="fast", **overrides), packed=False)
+    fast = fast_stepper(tiny_model(profile="fast", **overrides), packed=False)
     return ref, fast
 
 
@@ -42,7 +57,7 @@ def _beam_like_rows(step: int, n: int, width: int, g: torch.Generator) -> torch.
     [{}, {"norm_first": True}, {"activation": "swish", "positional": "learned"}],
     ids=["post-norm", "pre-norm", "swish-learned"],
 )
-@pytest.mark.parametrize("src_len", [5, MIN_SPAN + 4])
+@pytest.mark.parametrize("src_len", [5, MIN_SOFTMAX_SPAN + 4])
 @pytest.mark.parametrize("width", [1, WIDTH], ids=["greedy", "beams"])
 def test_steps_equal_the_reference_through_reselections_and_ended_sentences(
     overrides, src_len, width
@@ -53,7 +68,7 @@ def test_steps_equal_the_reference_through_reselections_and_ended_sentences(
     ref_state, fast_state = ref.start(src), fast.start(src)
     assert isinstance(fast_state, TokenStepState)  # the path under test
     tokens = torch.full((SENTENCES, 1), 2)
-    for step in range(2 * MIN_SPAN + 8):  # past MIN_SPAN, buffers grown to their room
+    for step in range(2 * MIN_SOFTMAX_SPAN + 8):  # past the span, buffers grown to their room
         expected, ref_state = ref.step(tokens, ref_state)
         got, fast_state = fast.step(tokens, fast_state)
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
@@ -76,7 +91,7 @@ def test_steps_through_packed_small_maps_equal_the_reference(monkeypatch):
     their packed weights, float32, and still computes the reference's scores."""
     monkeypatch.setattr(stepper_module, "MIN_PACKED_PRODUCT", 1)
     ref = TransformerStepper(tiny_model(profile="reference"))
-    fast = FastTransformerStepper(tiny_model(profile="fast"))
+    fast = fast_stepper(tiny_model(profile="fast"))
     layer = fast.model.decoder.layers[0]
     assert isinstance(layer.self_attn.qkv_proj, PackedFromRows)
     assert layer.self_attn.qkv_proj.min_rows == 1
@@ -84,7 +99,7 @@ def test_steps_through_packed_small_maps_equal_the_reference(monkeypatch):
     ref_state, fast_state = ref.start(src), fast.start(src)
     tokens = torch.full((SENTENCES, 1), 2)
     g = torch.Generator().manual_seed(3)
-    for step in range(MIN_SPAN + 3):
+    for step in range(MIN_SOFTMAX_SPAN + 3):
         expected, ref_state = ref.step(tokens, ref_state)
         got, fast_state = fast.step(tokens, fast_state)
         torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
@@ -97,7 +112,7 @@ def test_stepping_one_state_twice_leaves_the_first_result_intact():
     _, fast = _steppers()
     src = _source(6)
     state = fast.start(src)
-    for t in range(MIN_SPAN + 2):
+    for t in range(MIN_SOFTMAX_SPAN + 2):
         _, state = fast.step(torch.full((SENTENCES, 1), 4 + t), state)
     first_scores, first = fast.step(torch.full((SENTENCES, 1), 5), state)
     fast.step(torch.full((SENTENCES, 1), 9), state)  # a branch from the same state
@@ -109,6 +124,120 @@ def test_stepping_one_state_twice_leaves_the_first_result_intact():
 
 
 def test_a_training_model_decodes_through_the_plain_pass():
-    _, fast = _steppers()
-    fast.model.train()
-    assert not isinstance(fast.start(_source(6)), TokenStepState)
+    model = tiny_model(profile="fast").train()
+    assert isinstance(fast_stepper(model), SharedMemoryStepper)
+    assert isinstance(fast_stepper(model.eval()), TokenStepper)
+
+
+# -- the step reads the paper's layers through one specification ------------------------------
+
+SPECIFIED = {  # the classes HANDLED_OPTIONS names
+    cls.__name__: cls
+    for cls in (
+        Transformer,
+        Stack,
+        DecoderLayer,
+        SublayerConnection,
+        SelfAttention,
+        CrossAttention,
+        PositionwiseFeedForward,
+    )
+}
+
+
+def test_the_specification_handles_every_option_of_the_parts_it_reads():
+    """A new, removed or renamed constructor option of the model, its decoder or a part of
+    a decoder layer fails here until ``HANDLED_OPTIONS`` (and ``layer_weights``) say how the
+    step handles it."""
+    assert set(HANDLED_OPTIONS) == set(SPECIFIED)
+    for name, handled in HANDLED_OPTIONS.items():
+        options = set(inspect.signature(SPECIFIED[name].__init__).parameters) - {"self"}
+        assert options == set(handled), name
+
+
+@pytest.mark.parametrize(
+    "overrides", [{}, {"norm_first": True}, {"bias": False}], ids=["post", "pre", "no-bias"]
+)
+def test_the_specification_reads_every_parameter_of_the_decoder(profile, overrides):
+    """Every parameter of a decoder layer is one ``layer_weights`` reads, by its name (a new,
+    removed or renamed one fails here), and the decoder has none beside its layers but the
+    final LayerNorm of pre-norm layers; the same for the packed copy a stepper decodes
+    through."""
+    model = tiny_model(profile=profile, **overrides)
+    expected = {
+        name
+        for name in DECODER_LAYER_PARAMETERS
+        if overrides.get("bias", True) or not name.endswith(".bias")
+    }
+    twin = fast_stepper(model).model
+    for layer, packed in zip(model.decoder.layers, twin.decoder.layers, strict=True):
+        assert parameter_names(layer) == expected
+        assert parameter_names(packed) == expected
+    outside = {n for n, _ in model.decoder.named_parameters() if not n.startswith("layers.")}
+    norm = {"final_norm.weight"} | ({"final_norm.bias"} if overrides.get("bias", True) else set())
+    assert outside == (norm if overrides.get("norm_first") else set())
+
+
+def test_a_layer_with_a_parameter_the_specification_does_not_read_is_refused():
+    model = tiny_model(profile="fast")
+    layer = model.decoder.layers[1]
+    layer.ffn.gate = torch.nn.Parameter(torch.ones(1))  # a gated FFN, say
+    with pytest.raises(UnsupportedLayerError, match=r"ffn\.gate"):
+        layer_weights(layer)
+    with pytest.raises(UnsupportedLayerError):
+        fast_stepper(model, packed=False)
+
+
+class _Ops:
+    """A stand-in for ``torch.ops.mkldnn`` with chosen operators."""
+
+    def __init__(self, **ops):
+        self.__dict__.update(ops)
+
+
+def _raise(*args):
+    raise RuntimeError("no kernel for this CPU")
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        _Ops(),  # the operators are gone
+        _Ops(_reorder_linear_weight=lambda w, _: w, _linear_pointwise=_raise),
+        _Ops(  # they run, but compute something else
+            _reorder_linear_weight=lambda w, _: w,
+            _linear_pointwise=lambda x, w, b, *_: torch.nn.functional.linear(x, w),
+        ),
+    ],
+    ids=["missing", "raising", "disagreeing"],
+)
+def test_the_onednn_probe_says_no_to_operators_that_fail(ops):
+    assert not probe_onednn(ops)
+
+
+@pytest.fixture
+def failed_probe(monkeypatch):
+    monkeypatch.setattr(packed_module, "probe_onednn", lambda ops: False)
+    packed_module.onednn_available.cache_clear()
+    packed_module.packs_bfloat16.cache_clear()
+    yield
+    monkeypatch.undo()
+    packed_module.onednn_available.cache_clear()
+    packed_module.packs_bfloat16.cache_clear()
+
+
+def test_without_working_onednn_operators_the_fast_stepper_decodes_unpacked(failed_probe):
+    model = tiny_model(profile="fast")
+    assert not packed_module.onednn_available() and not packed_module.can_pack(model)
+    fast = fast_stepper(model)
+    assert fast.model is model  # no packed copy: the model's own nn.Linear maps
+    ref = TransformerStepper(tiny_model(profile="reference"))
+    src = _source(7)
+    expected, _ = ref.step(torch.full((SENTENCES, 1), 2), ref.start(src))
+    got, _ = fast.step(torch.full((SENTENCES, 1), 2), fast.start(src))
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_the_onednn_probe_passes_where_the_operators_work():
+    if torch.backends.mkldnn.is_available():
+        assert probe_onednn(torch.ops.mkldnn)

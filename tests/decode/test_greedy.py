@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from aiayn.accel import get_profile
 from aiayn.config import EOS_ID, PAD_ID
 from aiayn.decode import greedy_search
 
@@ -34,7 +35,7 @@ def test_ended_sentences_leave_the_batch(profile, leave_after, rows):
     """The ended rows' outputs are ignored while they wait."""
     decoder = RowCountingDecoder({10: ENDS_LAST, 11: ENDS_FIRST, 12: ENDS_SECOND})
     src = torch.tensor([[10, EOS_ID], [11, EOS_ID], [12, EOS_ID]])
-    out = greedy_search(decoder, src, profile=profile, leave_after=leave_after)
+    out = greedy_search(decoder, src, argmax=get_profile(profile).argmax, leave_after=leave_after)
     assert out.tolist() == [
         [C, C, C, EOS_ID],
         [A, EOS_ID, PAD_ID, PAD_ID],
@@ -50,7 +51,7 @@ def test_a_lone_ended_sentence_stays_until_its_rows_cost_enough(profile):
     scripts[10][(C,) * 5] = {EOS_ID: 0.9}
     decoder = RowCountingDecoder(scripts)
     src = torch.tensor([[10, EOS_ID], [10, EOS_ID], [11, EOS_ID], [10, EOS_ID]])
-    out = greedy_search(decoder, src, profile=profile, leave_after=0.5)
+    out = greedy_search(decoder, src, argmax=get_profile(profile).argmax, leave_after=0.5)
     assert out[2].tolist() == [A, EOS_ID] + [PAD_ID] * 4
     assert out[0].tolist() == [C] * 5 + [EOS_ID]
     assert decoder.rows == [4, 4, 4, 3, 3, 3]
@@ -68,6 +69,8 @@ def test_sentences_at_their_maximum_length_leave_the_batch(profile):
     never_ends = {prefix: {C: 0.999} for prefix in [(), (C,), (C, C), (C, C, C), (C,) * 4]}
     decoder = RowCountingDecoder({13: never_ends})
     src = torch.tensor([[13, 13, EOS_ID], [13, EOS_ID, PAD_ID]])
-    out = greedy_search(decoder, src, max_len_b=1, profile=profile, leave_after=0)
+    out = greedy_search(
+        decoder, src, max_len_b=1, argmax=get_profile(profile).argmax, leave_after=0
+    )
     assert out.tolist() == [[C, C, C, EOS_ID], [C, C, EOS_ID, PAD_ID]]
     assert decoder.rows == [2, 2, 2, 1]

@@ -47,7 +47,9 @@ def assert_cached_equals_uncached(model, src: torch.Tensor) -> torch.Tensor:
     every step, token for token; returns the greedy output."""
     cached = greedy_search(stepper_for(model), src)
     assert torch.equal(cached, greedy_search(UncachedTransformerStepper(model), src))
-    beam_cached = beam_search(stepper_for(model), src, beam=4, nbest=4, profile=model.profile.name)
+    beam_cached = beam_search(
+        stepper_for(model), src, beam=4, nbest=4, extensions=model.profile.extensions
+    )
     beam_uncached = beam_search(UncachedTransformerStepper(model), src, beam=4, nbest=4)
     for a, b in zip(beam_cached, beam_uncached, strict=True):
         assert [h.tokens for h in a] == [h.tokens for h in b]
@@ -125,7 +127,9 @@ def test_bf16_steps_of_both_profiles_agree(copy_models):
 def test_both_profiles_translate_alike(copy_models):
     src = _mixed_lengths(seed=2)
     results = {
-        name: beam_search(stepper_for(model), src, beam=4, nbest=2, profile=name)
+        name: beam_search(
+            stepper_for(model), src, beam=4, nbest=2, extensions=model.profile.extensions
+        )
         for name, model in copy_models.items()
     }
     for fast, ref in zip(results["fast"], results["reference"], strict=True):

@@ -213,7 +213,8 @@ def test_greedy_and_beam_options(model_dir):
 
 
 def test_a_translator_follows_changes_to_its_weights(model_dir):
-    """The packed stepper a translator keeps is rebuilt after the weights change in place."""
+    """The packed stepper a translator keeps is rebuilt after it is told that the weights
+    changed in place."""
     translator = Translator.from_dir(model_dir)
     lines = ["the dog runs", "a man"]
     options = SearchOptions(beam=1)
@@ -221,6 +222,7 @@ def test_a_translator_follows_changes_to_its_weights(model_dir):
     with torch.no_grad():
         for p in translator.model.decoder.parameters():
             p.mul_(-1.5)
+    translator.weights_changed()
     fresh = Translator(translator.model, translator.src_tokenizer, translator.tgt_tokenizer)
     assert translator.translate(lines, options) == fresh.translate(lines, options)
     first = translator._stepper("fp32")
@@ -243,7 +245,7 @@ def test_training_can_validate_with_bleu(tiny_dataset, tmp_path):
 
 def test_validation_decodes_through_the_training_weights(tiny_dataset, tmp_path, monkeypatch):
     """No packed copy per validation: its oneDNN kernels would stay in the trainer's heap."""
-    from aiayn.decode import stepper
+    from aiayn.accel import stepper
     from aiayn.validation import bleu_validator
 
     def refuse(*args, **kwargs):

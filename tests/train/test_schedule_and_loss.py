@@ -49,18 +49,16 @@ def test_the_fast_loss_counts_an_output_bias_as_the_reference_does():
     """A projection with a bias (an imported Marian model's) trains on its biased logits."""
     import torch
 
+    from aiayn.accel import FAST, REFERENCE
     from aiayn.modules import OutputProjection
-    from aiayn.train.loss import LOSSES
 
     torch.manual_seed(0)
     output = OutputProjection(d_model=8, vocab_size=11, bias=True)
     with torch.no_grad():
         output.proj.bias.normal_(0.0, 3.0)
     hidden, target = torch.randn(5, 8), torch.randint(0, 11, (5,))
-    reference = LOSSES["reference"](hidden, output, target, epsilon=0.1)
-    fast = LOSSES["fast"](hidden, output, target, epsilon=0.1)
-    unbiased = LOSSES["fast"](
-        hidden, OutputProjection(d_model=8, vocab_size=11), target, epsilon=0.1
-    )
+    reference = REFERENCE.loss(hidden, output, target, epsilon=0.1)
+    fast = FAST.loss(hidden, output, target, epsilon=0.1)
+    unbiased = FAST.loss(hidden, OutputProjection(d_model=8, vocab_size=11), target, epsilon=0.1)
     torch.testing.assert_close(fast, reference)
     assert not torch.allclose(unbiased[1], reference[1])

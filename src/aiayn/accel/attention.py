@@ -29,7 +29,7 @@ from aiayn.modules.attention import scaled_dot_product_attention
 MAX_EAGER_QUERIES = 8  # on CPU, attention for at most this many queries per row is eager
 MAX_EAGER_KEYS_WITHOUT_GRAD = 64  # on CPU without autograd, float32 attention over at most
 # this many keys is eager: sentence-length inference (encoders, validation losses)
-SHORTEST_FAST_SOFTMAX = 16  # on CPU, shorter softmax rows are padded to this length
+MIN_SOFTMAX_SPAN = 16  # on CPU, shorter softmax rows are computed over this many positions
 
 
 def cpu_attention(
@@ -84,6 +84,6 @@ def padded_softmax(scores: Tensor) -> Tensor:
         return scores.softmax(dim=-1)
     length = scores.size(-1)
     x = scores.float()
-    if length < SHORTEST_FAST_SOFTMAX:
-        x = F.pad(x, (0, SHORTEST_FAST_SOFTMAX - length), value=float("-inf"))
+    if length < MIN_SOFTMAX_SPAN:
+        x = F.pad(x, (0, MIN_SOFTMAX_SPAN - length), value=float("-inf"))
     return x.softmax(dim=-1)[..., :length].to(scores.dtype)

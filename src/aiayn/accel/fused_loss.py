@@ -1,5 +1,5 @@
 """Label-smoothed cross-entropy (§5.4) fused with the output projection: replaces
-``aiayn.train.loss.label_smoothed_nll`` (the same function of the final states).
+``aiayn.modules.loss.label_smoothed_nll`` (the same function of the final states).
 
 Why: a batch of 8k target tokens and a 10k vocabulary has 82M logits (328 MB in float32). On a CPU
 every pass over them is memory-bound, and autograd makes several (softmax, its backward, the
@@ -22,6 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from aiayn.modules.embedding import OutputProjection
+from aiayn.modules.loss import label_smoothed_nll
+
 CPU_CHUNK_ROWS = 256  # rows of logits per chunk on the CPU: a chunk stays in cache
 GPU_CHUNK_ROWS = 8192  # elsewhere: few kernel launches per batch (8,192 × 32k bf16 = 0.5 GB)
 # A chunk's matrix products run on a multiple of this many rows, the last chunk padded with
@@ -30,6 +33,17 @@ GPU_CHUNK_ROWS = 8192  # elsewhere: few kernel launches per batch (8,192 × 32k 
 # count at Transformer-Tiny's 10,000 × 128). Padded, the Multi30k recipe's run peaks at
 # 1,027 MiB instead of 1,357-1,457 (``bench/long_run.py measure``).
 CHUNK_ROWS_MULTIPLE = 32
+
+
+def fused_loss(
+    hidden: Tensor, output: OutputProjection, target: Tensor, *, epsilon: float
+) -> tuple[Tensor, Tensor]:
+    """``label_smoothed_nll`` computed by ``fused_label_smoothed_nll``; a projection with a
+    bias (Marian's ``final_logits_bias``), which the fused kernel has no term for, takes the
+    plain path."""
+    if output.bias is not None:
+        return label_smoothed_nll(hidden, output, target, epsilon=epsilon)
+    return fused_label_smoothed_nll(hidden, output.weight, target, epsilon=epsilon)
 
 
 def fused_label_smoothed_nll(

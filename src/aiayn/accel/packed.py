@@ -42,14 +42,26 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 
+@functools.cache
 def onednn_available() -> bool:
-    """Whether this PyTorch build has the oneDNN operators used here."""
-    ops = torch.ops.mkldnn
-    return (
-        torch.backends.mkldnn.is_available()
-        and hasattr(ops, "_reorder_linear_weight")
-        and hasattr(ops, "_linear_pointwise")
-    )
+    """Whether this PyTorch's private oneDNN operators (``torch.ops.mkldnn``'s
+    ``_reorder_linear_weight`` and ``_linear_pointwise``) exist and compute ``F.linear``:
+    probed once, on a small weight. When they do not, nothing is packed (``can_pack``) and
+    decoding keeps the plain ``nn.Linear`` maps."""
+    return torch.backends.mkldnn.is_available() and probe_onednn(torch.ops.mkldnn)
+
+
+def probe_onednn(ops) -> bool:
+    """Whether ``ops`` (``torch.ops.mkldnn``) packs a weight and multiplies by it as
+    ``F.linear`` does; any error, a missing operator included, is a no."""
+    g = torch.Generator().manual_seed(0)
+    weight, bias, x = (torch.randn(shape, generator=g) for shape in ((24, 16), (24,), (3, 16)))
+    try:
+        packed = ops._reorder_linear_weight(weight, None)  # (24, 16), blocked
+        out = ops._linear_pointwise(x, packed, bias, "none", [], "")  # (3, 24)
+        return bool(torch.allclose(out, F.linear(x, weight, bias), atol=1e-4, rtol=1e-4))
+    except Exception:  # a private API: any failure means the plain path
+        return False
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """A decoding step of one new token per row, in few PyTorch calls.
 
-Replaces, in CPU decoding (``aiayn.decode.FastTransformerStepper``), the general decoder
+Replaces, in CPU decoding (``aiayn.accel.stepper.TokenStepper``), the general decoder
 pass ``Transformer.decode(tokens, src_mask, cache=...)`` for one position, and its
 ``KVCache``: the same layers (§3.1, §3.2.3) with the same weights, computed for exactly
 one query per row, with a cache of its own (``TokenStepState``).
@@ -17,9 +17,9 @@ one query per row:
 - self-attention needs no mask: keys and values are written in place into buffers with room
   to grow, and attention reads their first L+1 positions; after a beam reselection the
   buffers keep room for exactly one more position, so the next step reads them whole;
-- softmax rows shorter than ``MIN_SPAN`` take a scalar path in PyTorch's CPU kernel ~7×
+- softmax rows shorter than ``MIN_SOFTMAX_SPAN`` take a scalar path in PyTorch's CPU kernel ~7×
   slower (``aiayn.accel.attention.padded_softmax``): here the scores of such rows are
-  computed over ``MIN_SPAN`` positions, the extra ones masked by the -inf bias that the
+  computed over ``MIN_SOFTMAX_SPAN`` positions, the extra ones masked by the -inf bias that the
   scores' own ``baddbmm`` adds (zero keys and values behind them), not padded afterwards;
 - memory keys are stored transposed, padded the same way, once per sentence and read by all
   its beams (as ``aiayn.accel.shared_memory``).
@@ -31,7 +31,7 @@ The state is a value, as ``KVCache``: stepping the same state twice (to branch) 
 buffers rather than overwriting what the first step wrote.
 
 Shapes: B sentences, W rows per sentence (its beams), N = B·W rows, H heads, L positions
-decoded, C ≥ L buffer capacity, S source length, Sp = max(S, MIN_SPAN), D d_model,
+decoded, C ≥ L buffer capacity, S source length, Sp = max(S, MIN_SOFTMAX_SPAN), D d_model,
 Dh = D / H.
 """
 
@@ -45,12 +45,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.accel.attention import additive_mask
+from aiayn.accel.attention import MIN_SOFTMAX_SPAN, additive_mask
 from aiayn.accel.packed import PackedFromRows
 from aiayn.modules import MemoryKeyValues
-from aiayn.modules.layers import DecoderLayer
-
-MIN_SPAN = 16  # attention rows shorter than this are computed over this many positions
+from aiayn.modules.layers import DecoderLayer, SublayerConnection
 
 
 class _Written:
@@ -73,7 +71,7 @@ class TokenStepState:
     memory_keys: tuple[Tensor, ...]  # per layer (B, H, Dh, Sp): transposed
     memory_values: tuple[Tensor, ...]  # per layer (B, H, Sp, Dh)
     memory_bias: Tensor  # (B·H, 1, Sp): 0 to attend, -inf for padding
-    span_bias: Tensor  # (MIN_SPAN, 1, 1, MIN_SPAN): row L attends positions 0 .. L
+    span_bias: Tensor  # (MIN_SOFTMAX_SPAN, 1, 1, MIN_SOFTMAX_SPAN): row L attends positions 0 .. L
     rows_per_sentence: int  # W
 
 
@@ -95,25 +93,126 @@ def affine(linear: nn.Module) -> Affine:
     return lambda x: torch.addmm(bias, x, weight_t)
 
 
-class _Layer:
-    """A ``DecoderLayer``'s parts as the step uses them."""
+DECODER_LAYER_PARAMETERS = frozenset(
+    f"{part}.{kind}"
+    for part in (
+        "self_attn.qkv_proj",  # LayerWeights.qkv
+        "self_attn.out_proj",  # LayerWeights.self_out
+        "cross_attn.q_proj",  # LayerWeights.query
+        "cross_attn.kv_proj",  # the memory keys/values: the model's start_cache computes them
+        "cross_attn.out_proj",  # LayerWeights.cross_out
+        "ffn.w_1",  # LayerWeights.w_1
+        "ffn.w_2",  # LayerWeights.w_2
+        "self_attn_connection.norm",  # LayerWeights.connections
+        "cross_attn_connection.norm",
+        "ffn_connection.norm",
+    )
+    for kind in ("weight", "bias")
+)  # every parameter a DecoderLayer may have, each read by ``layer_weights`` (biases optional)
 
-    def __init__(self, layer: DecoderLayer):
-        if layer.cross_attn is None or layer.cross_attn_connection is None:
-            raise ValueError("TokenStep decodes for an encoder: every layer needs cross_attn")
-        self.heads = layer.self_attn.n_heads
-        self.qkv = affine(layer.self_attn.qkv_proj)
-        self.self_out = affine(layer.self_attn.out_proj)
-        self.query = affine(layer.cross_attn.q_proj)
-        self.cross_out = affine(layer.cross_attn.out_proj)
-        self.w_1 = affine(layer.ffn.w_1)
-        self.activation = layer.ffn.activation
-        self.w_2 = affine(layer.ffn.w_2)
-        self.connections = (
+HANDLED_OPTIONS = {  # every constructor option of the parts the step reads, and how it does
+    "Transformer": {
+        "src_embed": "encoding: the model's own",
+        "tgt_embed": "called as it is, with the position offset",
+        "encoder": "encoding: the model's own",
+        "decoder": "its layers (layer_weights) and final_norm (called as it is)",
+        "output": "logits: the model's own",
+        "specials": "the search's",
+        "profile": "chose this step",
+    },
+    "Stack": {"layers": "layer_weights", "final_norm": "called as it is"},
+    "DecoderLayer": {
+        "self_attn": "qkv, self_out, heads",
+        "self_attn_connection": "connections[0]",
+        "cross_attn": "query, cross_out (its kv_proj: start_cache); required",
+        "cross_attn_connection": "connections[1]; required",
+        "ffn": "w_1, activation, w_2",
+        "ffn_connection": "connections[2]",
+    },
+    "SublayerConnection": {
+        "norm": "called as it is (sublayer_input, add)",
+        "dropout": "eval mode only: the identity",
+        "norm_first": "sublayer_input, add",
+    },
+    "SelfAttention": {
+        "d_model": "the maps' shapes",
+        "n_heads": "heads",
+        "dropout": "eval mode only: none",
+        "bias": "affine: addmm with a bias, mm without",
+        "attention": "replaced by _attend, eq. (1) with a float32 softmax",
+    },
+    "CrossAttention": {
+        "d_model": "the maps' shapes",
+        "n_heads": "heads",
+        "dropout": "eval mode only: none",
+        "bias": "affine",
+        "attention": "replaced by _attend",
+    },
+    "PositionwiseFeedForward": {
+        "d_model": "the maps' shapes",
+        "d_ff": "the maps' shapes",
+        "activation": "called as it is",
+        "dropout": "eval mode only: the identity",
+        "bias": "affine",
+    },
+}
+
+
+class UnsupportedLayerError(ValueError):
+    """A decoder layer with parts that ``layer_weights`` does not read."""
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """A ``DecoderLayer`` as the step computes it: its weights as maps, its options as
+    values. ``layer_weights`` is the one place that reads a layer's parts."""
+
+    heads: int  # H
+    qkv: Affine  # (N, D) -> (N, 3D): [W_Q; W_K; W_V] of masked self-attention
+    self_out: Affine  # W_O of self-attention
+    query: Affine  # W_Q of encoder–decoder attention
+    cross_out: Affine  # W_O of encoder–decoder attention
+    w_1: Affine  # the feed-forward network's first map (§3.3)
+    activation: Callable[[Tensor], Tensor]
+    w_2: Affine
+    connections: tuple[SublayerConnection, SublayerConnection, SublayerConnection]
+
+
+def parameter_names(layer: nn.Module) -> set[str]:
+    """The layer's parameter names, a packed map's (``PackedFromRows.linear``) as the
+    plain map's."""
+    return {name.replace(".linear.", ".") for name, _ in layer.named_parameters()}
+
+
+def layer_weights(layer: DecoderLayer) -> LayerWeights:
+    """``layer`` read for the step.
+
+    Raises:
+        UnsupportedLayerError: the layer has no encoder–decoder attention, or parameters
+            this function does not read (the step would compute something else).
+    """
+    if layer.cross_attn is None or layer.cross_attn_connection is None:
+        raise UnsupportedLayerError(
+            "TokenStep decodes for an encoder: every layer needs cross_attn"
+        )
+    unread = parameter_names(layer) - DECODER_LAYER_PARAMETERS
+    if unread:
+        raise UnsupportedLayerError(f"TokenStep does not read {sorted(unread)} of a DecoderLayer")
+    return LayerWeights(
+        heads=layer.self_attn.n_heads,
+        qkv=affine(layer.self_attn.qkv_proj),
+        self_out=affine(layer.self_attn.out_proj),
+        query=affine(layer.cross_attn.q_proj),
+        cross_out=affine(layer.cross_attn.out_proj),
+        w_1=affine(layer.ffn.w_1),
+        activation=layer.ffn.activation,
+        w_2=affine(layer.ffn.w_2),
+        connections=(
             layer.self_attn_connection,
             layer.cross_attn_connection,
             layer.ffn_connection,
-        )
+        ),
+    )
 
 
 class TokenStep:
@@ -132,7 +231,7 @@ class TokenStep:
         embed: Callable[..., Tensor],
         final_norm: nn.LayerNorm | None = None,
     ):
-        self.layers = [_Layer(layer) for layer in layers]
+        self.layers = [layer_weights(layer) for layer in layers]
         self.embed = embed
         self.final_norm = final_norm
 
@@ -145,12 +244,16 @@ class TokenStep:
             src_mask: (B, 1, 1, S) bool, True = attend.
         """
         b, h, s, dh = memory[0].keys.shape
-        span = max(s, MIN_SPAN)
+        span = max(s, MIN_SOFTMAX_SPAN)
         dtype, device = memory[0].keys.dtype, memory[0].keys.device
         attend = F.pad(src_mask.reshape(b, 1, 1, s), (0, span - s), value=False)  # (B,1,1,Sp)
         bias = additive_mask(attend, device).to(dtype).expand(b, h, 1, span)  # (B,H,1,Sp)
-        future = torch.full((MIN_SPAN, MIN_SPAN), float("-inf"), dtype=dtype, device=device)
-        buffers = [torch.zeros(b, h, MIN_SPAN, dh, dtype=dtype, device=device) for _ in memory]
+        future = torch.full(
+            (MIN_SOFTMAX_SPAN, MIN_SOFTMAX_SPAN), float("-inf"), dtype=dtype, device=device
+        )
+        buffers = [
+            torch.zeros(b, h, MIN_SOFTMAX_SPAN, dh, dtype=dtype, device=device) for _ in memory
+        ]
         return TokenStepState(
             keys=tuple(buffers),
             values=tuple(torch.zeros_like(k) for k in buffers),
@@ -161,7 +264,7 @@ class TokenStep:
             ),  # (B, H, Dh, Sp) each, contiguous: transposed and padded in one copy
             memory_values=tuple(F.pad(kv.values, (0, 0, 0, span - s)) for kv in memory),
             memory_bias=bias.reshape(b * h, 1, span),  # (B·H, 1, Sp)
-            span_bias=future.triu(diagonal=1).view(MIN_SPAN, 1, 1, MIN_SPAN),
+            span_bias=future.triu(diagonal=1).view(MIN_SOFTMAX_SPAN, 1, 1, MIN_SOFTMAX_SPAN),
             rows_per_sentence=1,
         )
 
@@ -172,8 +275,8 @@ class TokenStep:
         n, length = tokens.size(0), state.length
         state = _writable(state)
         x = self.embed(tokens, offset=length).view(n, -1)  # (N, D)
-        if length + 1 < MIN_SPAN:
-            self_bias = state.span_bias[length]  # (1, 1, MIN_SPAN)
+        if length + 1 < MIN_SOFTMAX_SPAN:
+            self_bias = state.span_bias[length]  # (1, 1, MIN_SOFTMAX_SPAN)
         else:
             self_bias = state.span_bias.new_zeros(1, 1, 1)
         for i, layer in enumerate(self.layers):
@@ -220,7 +323,7 @@ class TokenStep:
         )
 
     def _self_attention(
-        self, layer: _Layer, x: Tensor, state: TokenStepState, i: int, bias: Tensor
+        self, layer: LayerWeights, x: Tensor, state: TokenStepState, i: int, bias: Tensor
     ) -> Tensor:
         """Masked self-attention (§3.2.3) of each row's new position over positions 0 .. L."""
         n, d = x.shape
@@ -229,14 +332,16 @@ class TokenStep:
         qkv = layer.qkv(x).view(n, 3, h, d // h)  # (N, 3, H, Dh)
         keys[:, :, length] = qkv[:, 1]
         values[:, :, length] = qkv[:, 2]
-        span = max(length + 1, MIN_SPAN)
+        span = max(length + 1, MIN_SOFTMAX_SPAN)
         q = qkv[:, 0].reshape(n * h, 1, d // h)  # (N·H, 1, Dh)
         k = keys.view(n * h, -1, d // h)[:, :span]  # (N·H, span, Dh)
         v = values.view(n * h, -1, d // h)[:, :span]  # (N·H, span, Dh)
         out = _attend(q, k.transpose(1, 2), v, bias)  # (N·H, 1, Dh)
         return layer.self_out(out.view(n, d))
 
-    def _cross_attention(self, layer: _Layer, x: Tensor, state: TokenStepState, i: int) -> Tensor:
+    def _cross_attention(
+        self, layer: LayerWeights, x: Tensor, state: TokenStepState, i: int
+    ) -> Tensor:
         """Encoder–decoder attention (§3.2.3): the W rows of a sentence query its memory in
         one product."""
         n, d = x.shape
@@ -293,14 +398,14 @@ def _head_rows(index: Tensor, heads: int) -> Tensor:
 def _selected(buffer: Tensor, head_rows: Tensor, length: int) -> Tensor:
     """Rows ``head_rows`` (``_head_rows``) of a (N, H, C, Dh) buffer's first L positions,
     in a new buffer with room for exactly one more position (so the next step reads it
-    whole: contiguous), at least MIN_SPAN, whose positions L .. MIN_SPAN-1 are zero (read,
-    masked, by short rows). Selected as rows of 2-D views: PyTorch's fast path, 39 vs 68 µs
-    through the 4-D views (320 rows of 20 positions, 4 × 32)."""
+    whole: contiguous), at least MIN_SOFTMAX_SPAN, whose positions L .. MIN_SOFTMAX_SPAN-1
+    are zero (read, masked, by short rows). Selected as rows of 2-D views: PyTorch's fast
+    path, 39 vs 68 µs through the 4-D views (320 rows of 20 positions, 4 × 32)."""
     n, h, capacity, dh = buffer.shape
-    room = max(length + 1, MIN_SPAN)
+    room = max(length + 1, MIN_SOFTMAX_SPAN)
     out = buffer.new_empty(len(head_rows) // h, h, room, dh)  # (N', H, C', Dh)
     written = buffer.view(n * h, capacity * dh)[:, : length * dh]  # (N·H, L·Dh)
     torch.index_select(written, 0, head_rows, out=out.view(-1, room * dh)[:, : length * dh])
-    if length < MIN_SPAN:
-        out[:, :, length:MIN_SPAN].zero_()
+    if length < MIN_SOFTMAX_SPAN:
+        out[:, :, length:MIN_SOFTMAX_SPAN].zero_()
     return out

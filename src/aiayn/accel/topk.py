@@ -1,6 +1,6 @@
 """Top-k and argmax over the long rows of a vocabulary, in two stages: replace a beam
 search's ranking of its candidates (``plain_extensions``), with the same values, and
-``x.argmax(dim=1)`` in greedy search (``aiayn.decode.greedy.plain_argmax``), with the same
+``x.argmax(dim=1)`` in greedy search (``plain_argmax``), with the same
 columns.
 
 Why: a sentence's n best candidates lie in its n blocks of columns with the highest bound
@@ -74,6 +74,11 @@ def plain_extensions(log_probs: Tensor, alive: Tensor, n: int) -> tuple[Tensor, 
     candidates = (alive.view(-1, 1) + row_logp).view(b, w * n)  # (B, W·n)
     top, index = candidates.topk(n, dim=1)  # (B, n)
     return top, index // n, row_token.view(b, w * n).gather(1, index)
+
+
+def plain_argmax(x: Tensor) -> Tensor:
+    """(N, V) -> (N,): the first column of each row's maximum, by ``Tensor.argmax``."""
+    return x.argmax(dim=1)
 
 
 def row_argmax(x: Tensor, *, block: int = ARGMAX_BLOCK) -> Tensor:

@@ -64,9 +64,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--threads", type=integer(minimum=0), default=0)
     t.add_argument(
         "--profile",
-        choices=["fast", "reference"],
-        default="fast",
-        help="reference: the paper's plain modules, without speed tricks",
+        metavar="NAME",
+        help="implementation profile, a name in aiayn.accel.PROFILES: the measured speed "
+        "tricks (the default), or the paper's plain modules",
     )
     t.set_defaults(handler=run_translate)
     e = sub.add_parser(

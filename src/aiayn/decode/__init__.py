@@ -4,15 +4,9 @@ from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
 from aiayn.decode.generate import generate, load_language_model
 from aiayn.decode.greedy import greedy_decode, greedy_search
 from aiayn.decode.sampling import filter_logits, sample_next
-from aiayn.decode.stepper import (
-    FastTransformerStepper,
-    StepDecoder,
-    TransformerStepper,
-    stepper_for,
-)
+from aiayn.decode.stepper import StepDecoder, TransformerStepper, stepper_for
 
 __all__ = [
-    "FastTransformerStepper",
     "Hypothesis",
     "StepDecoder",
     "TransformerStepper",

@@ -12,22 +12,18 @@ Shapes: B sentences, A ≤ B of them still decoding, K beam size, W live beams p
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from aiayn.accel import DEFAULT_PROFILE
-from aiayn.accel.topk import best_extensions, plain_extensions
+from aiayn.accel.profiles import ExtensionsFunction
+from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
-from aiayn.decode.specials import forbid_specials
+from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
 from aiayn.decode.stepper import StepDecoder
 
 NEG_INF = float("-inf")
-DEFAULT_SPECIALS = SpecialIds()
-Extensions = Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor]]
-EXTENSIONS: dict[str, Extensions] = {"reference": plain_extensions, "fast": best_extensions}
 
 STOPPING = {  # when a sentence's search ends, besides its maximum length
     "exact": "no live beam can still beat the n-th best finished hypothesis, at any length "
@@ -67,7 +63,7 @@ def beam_search(
     alpha: float | None = 0.6,
     max_len_b: int = 50,
     nbest: int = 1,
-    profile: str = DEFAULT_PROFILE,
+    extensions: ExtensionsFunction = plain_extensions,
     specials: SpecialIds = DEFAULT_SPECIALS,
     stopping: str = "exact",
 ) -> list[list[Hypothesis]]:
@@ -80,8 +76,8 @@ def beam_search(
         alpha: length-penalty exponent; None or 0 ranks by raw log-probability.
         max_len_b: outputs are at most (source length + ``max_len_b``) tokens, EOS included.
         nbest: how many finished hypotheses to return per sentence (at most ``beam``).
-        profile: ``reference`` ranks the candidates with ``torch.topk``; ``fast`` with
-            ``aiayn.accel.topk.best_extensions`` (the same values).
+        extensions: how the candidates are ranked: ``plain_extensions`` (``torch.topk``), or
+            a profile's (``model.profile.extensions``: the same values).
         specials: the ids of PAD, BOS (the first input) and EOS.
         stopping: when a sentence ends before its maximum length (``STOPPING``): "exact"
             returns the best hypotheses the beam can reach; "beams" and "heuristic" stop
@@ -97,7 +93,6 @@ def beam_search(
         raise ValueError(f"alpha must be >= 0, got {alpha}")
     if stopping not in STOPPING:
         raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
-    extensions = EXTENSIONS[profile]
     device = src.device
     b, k = src.size(0), beam
     max_len = (src != specials.pad).sum(dim=1) + max_len_b  # (B,)

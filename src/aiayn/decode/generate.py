@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from aiayn.accel import DEFAULT_PROFILE
+from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.sampling import sample_next
@@ -20,7 +20,7 @@ from aiayn.store import ModelLoadError, load_model
 
 
 def load_language_model(
-    directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
+    directory: str | Path, *, device: str = "cpu", profile: str | Profile | None = None
 ) -> tuple[TransformerLM, Tokenizer]:
     """A trained language model and its tokenizer, from a model directory."""
     model, cfg = load_model(directory, device=device, profile=profile)

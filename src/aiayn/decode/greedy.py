@@ -5,27 +5,16 @@ Shapes: B sentences, S source length, T output length.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from torch import Tensor
 
-from aiayn.accel import DEFAULT_PROFILE
-from aiayn.accel.topk import row_argmax
+from aiayn.accel.profiles import ArgmaxFunction
+from aiayn.accel.topk import plain_argmax
 from aiayn.config import SpecialIds
-from aiayn.decode.specials import forbid_specials
+from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
 from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
 
-DEFAULT_SPECIALS = SpecialIds()
-
-
-def plain_argmax(x: Tensor) -> Tensor:
-    """(N, V) -> (N,): the first column of each row's maximum."""
-    return x.argmax(dim=1)
-
-
-ARGMAX: dict[str, Callable[[Tensor], Tensor]] = {"reference": plain_argmax, "fast": row_argmax}
 LEAVE_AFTER = 0.5  # ended sentences leave once their rows have cost half a step of the batch
 
 
@@ -37,7 +26,7 @@ def greedy_search(
     max_len_b: int = 50,
     max_len: int | None = None,
     specials: SpecialIds = DEFAULT_SPECIALS,
-    profile: str = DEFAULT_PROFILE,
+    argmax: ArgmaxFunction = plain_argmax,
     leave_after: float = LEAVE_AFTER,
 ) -> Tensor:
     """Decode each sentence until it emits EOS or reaches its maximum length. Sentences
@@ -57,8 +46,8 @@ def greedy_search(
         max_len: a fixed maximum instead, for every sentence.
         specials: the ids of PAD (never emitted, fills ended rows), BOS (the first input,
             never emitted) and EOS.
-        profile: ``reference`` picks each row's token with ``torch.argmax``; ``fast`` with
-            ``aiayn.accel.topk.row_argmax`` (the same token).
+        argmax: how each row's token is picked: ``plain_argmax`` (``Tensor.argmax``), or a
+            profile's (``model.profile.argmax``: the same token).
         leave_after: when ended sentences leave the batch (above); 0: as soon as they end.
 
     Returns:
@@ -66,7 +55,6 @@ def greedy_search(
     """
     if not 0 <= leave_after <= 1:
         raise ValueError(f"leave_after must be between 0 and 1, got {leave_after}")
-    argmax = ARGMAX[profile]
     b, device = src.size(0), src.device
     limit = (
         (src != specials.pad).sum(dim=1) + max_len_b
@@ -106,5 +94,5 @@ def greedy_decode(
         max_len_b=max_len_b,
         max_len=max_len,
         specials=model.specials,
-        profile=model.profile.name,
+        argmax=model.profile.argmax,
     )

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from aiayn.accel import DEFAULT_PROFILE
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError, Translator
 from aiayn.errors import AiaynError
 
@@ -45,7 +44,7 @@ class DecoderSpec:
 
     model: str
     device: str = "cpu"
-    profile: str = DEFAULT_PROFILE
+    profile: str | None = None  # a name in aiayn.accel.PROFILES; None: the default
     threads: int = 1
 
 

@@ -6,6 +6,8 @@ from torch import Tensor
 
 from aiayn.config import SpecialIds
 
+DEFAULT_SPECIALS = SpecialIds()  # the ids a search assumes unless told the model's
+
 
 def forbid_specials(scores: Tensor, specials: SpecialIds) -> None:
     """Set the (N, V) scores (log-probabilities or logits) of the never-emitted tokens to

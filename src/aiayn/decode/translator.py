@@ -9,12 +9,12 @@ from typing import Literal, get_args
 
 import torch
 
-from aiayn.accel import DEFAULT_PROFILE
+from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.beam import beam_search
 from aiayn.decode.greedy import greedy_search
-from aiayn.decode.stepper import Precision, TransformerStepper, stepper_for
+from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.store import load_model
@@ -88,11 +88,11 @@ class Translator:
         self.src_text = TextProcessor(preprocessing[0], self.src_lang)
         self.tgt_text = TextProcessor(preprocessing[1], self.tgt_lang)
         self.packed = packed
-        self._steppers: dict[str, tuple[tuple, TransformerStepper]] = {}  # by precision
+        self._steppers: dict[str, tuple[tuple, StepDecoder]] = {}  # by precision
 
     @classmethod
     def from_dir(
-        cls, directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
+        cls, directory: str | Path, *, device: str = "cpu", profile: str | Profile | None = None
     ) -> Translator:
         """Load a model directory written by training or ``aiayn average``."""
         model, cfg = load_model(directory, device=device, profile=profile)
@@ -225,15 +225,21 @@ class Translator:
         warn(f"{message}; truncated to {options.max_src_len - 1}")
         return row[: options.max_src_len - 1]
 
-    def _stepper(self, precision: Precision) -> TransformerStepper:
-        """The model's stepper in ``precision``, kept while the weights stay the same (a
-        fast stepper packs them once: ``aiayn.accel.packed``)."""
+    def weights_changed(self) -> None:
+        """Forget the steppers kept for the model's weights: call it after changing them in
+        place (a fast stepper decodes through a packed copy taken when it was made)."""
+        self._steppers.clear()
+
+    def _stepper(self, precision: Precision) -> StepDecoder:
+        """The model's stepper in ``precision``, kept until the parameters are replaced or
+        moved, or ``weights_changed`` is called (a fast stepper packs them once:
+        ``aiayn.accel.packed``)."""
         if precision not in get_args(Precision):
             raise TranslationError(
                 f"precision {precision!r} is not one of {', '.join(get_args(Precision))} "
                 "(aiayn.runtime.resolve_precision turns auto into one for a device)"
             )
-        weights = tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
+        weights = tuple((id(p), p.data_ptr()) for p in self.model.parameters())  # replaced?
         kept = self._steppers.get(precision)
         if kept is None or kept[0] != weights:
             kept = (weights, stepper_for(self.model, precision=precision, packed=self.packed))
@@ -241,7 +247,7 @@ class Translator:
         return kept[1]
 
     def _search(
-        self, stepper: TransformerStepper, src: torch.Tensor, options: SearchOptions
+        self, stepper: StepDecoder, src: torch.Tensor, options: SearchOptions
     ) -> list[list[Translation]]:
         if options.beam == 1:
             specials = self.model.specials
@@ -250,7 +256,7 @@ class Translator:
                 src,
                 max_len_b=options.max_len_b,
                 specials=specials,
-                profile=self.model.profile.name,
+                argmax=self.model.profile.argmax,
             )
             return [[self._translation(_until(specials.eos, row), 0.0)] for row in out.tolist()]
         found = beam_search(
@@ -260,7 +266,7 @@ class Translator:
             alpha=options.alpha,
             max_len_b=options.max_len_b,
             nbest=options.nbest,
-            profile=self.model.profile.name,
+            extensions=self.model.profile.extensions,
             specials=self.model.specials,
             stopping=options.stopping,
         )

@@ -32,6 +32,7 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
+from aiayn.accel import REFERENCE
 from aiayn.config import ModelConfig
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.files import atomic_directory, check_destination
@@ -66,7 +67,7 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
     replaceable = exported_by_aiayn("hf")
     what = "Hugging Face model"
     check_destination(out, replace=overwrite, replaceable=replaceable, what=what)
-    model, cfg = load_model(model_dir, profile="reference")
+    model, cfg = load_model(model_dir, profile=REFERENCE)
     if not isinstance(model, Transformer):
         raise ExportError(f"{model_dir}: a language model; Marian is a translation model")
     check_marian(cfg, where=Path(model_dir))

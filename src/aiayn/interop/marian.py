@@ -19,6 +19,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from aiayn.accel import REFERENCE
 from aiayn.config import ModelConfig, SpecialIds
 from aiayn.data.marian import MarianTokenizer
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo, tokenizer_info_json
@@ -58,7 +59,7 @@ def import_marian(
     src_tok = MarianTokenizer(_need(hf, "source.spm"), _need(hf, vocab_files[0]))
     tgt_tok = MarianTokenizer(_need(hf, "target.spm"), _need(hf, vocab_files[1]))
     cfg = model_config(config, src_tok, tgt_tok, where=hf / "config.json")
-    model = build_model(cfg, profile="reference")
+    model = build_model(cfg, profile=REFERENCE)
     model.load_state_dict(aiayn_weights(read_weights(hf), cfg, where=hf), strict=True)
     names = ["source.spm", "target.spm", *sorted(set(vocab_files))]
     info = TokenizerInfo(

@@ -1,8 +1,8 @@
 """The one place where a config meets the modules: ``build_model`` and ``init_weights``.
 
-A model is built with a profile (``aiayn.accel``): the paper's plain modules
-(``"reference"``), or the same functions with measured speed tricks (``"fast"``, the
-default). Both have the same parameters, so weights load into either.
+A model is built with a profile (``aiayn.accel.PROFILES``): the paper's plain modules, or
+the same functions with measured speed tricks (the default). Both have the same
+parameters, so weights load into either.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from aiayn.accel import DEFAULT_PROFILE, Profile, get_profile
+from aiayn.accel import Profile, get_profile
 from aiayn.config import ModelConfig
 from aiayn.models.lm import TransformerLM
 from aiayn.models.transformer import Decoder, EmbeddingWithPositions, Encoder, Transformer
@@ -29,10 +29,13 @@ from aiayn.modules import (
 from aiayn.modules.layers import SublayerConnection
 
 
-def build_model(cfg: ModelConfig, *, profile: str = DEFAULT_PROFILE) -> Transformer | TransformerLM:
+def build_model(
+    cfg: ModelConfig, *, profile: str | Profile | None = None
+) -> Transformer | TransformerLM:
     """Build and initialise the model ``cfg`` describes: the encoder–decoder Transformer,
     or with ``n_encoder_layers == 0`` the decoder-only language model (its vocabulary is
-    ``tgt_vocab_size``)."""
+    ``tgt_vocab_size``). ``profile``: a ``Profile``, or its name (``aiayn.accel.get_profile``;
+    None: the default)."""
     if cfg.tgt_vocab_size <= 0 or (cfg.is_encoder_decoder and cfg.src_vocab_size <= 0):
         raise ValueError("set the vocabulary sizes (ModelConfig.with_vocab)")
     parts = _Parts(cfg, get_profile(profile))

@@ -28,7 +28,7 @@ class ServeSettings:
     stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
     text: str = "natural"  # natural or raw (SearchOptions.text)
     split_sentences: bool = True  # natural text: a request's sentences translated one by one
-    profile: str = "fast"
+    profile: str | None = None  # a name in aiayn.accel.PROFILES; None: the default
     device: str = "cpu"
     workers: int = 1  # batches decoded side by side, per model (processes for a translator)
     threads: int = 1  # threads of each worker

@@ -11,7 +11,7 @@ from safetensors.torch import load_model as _load_safetensors
 from safetensors.torch import save_model as _save_safetensors
 from torch import nn
 
-from aiayn.accel import DEFAULT_PROFILE
+from aiayn.accel import Profile
 from aiayn.config import ConfigError, ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
@@ -116,7 +116,7 @@ def read_model_config(directory: str | Path) -> ModelConfig:
 
 
 def load_model(
-    directory: str | Path, *, device: str = "cpu", profile: str = DEFAULT_PROFILE
+    directory: str | Path, *, device: str = "cpu", profile: str | Profile | None = None
 ) -> tuple[nn.Module, ModelConfig]:
     """Rebuild the model stored in ``directory`` (with ``profile``'s parts) and load its weights.
 

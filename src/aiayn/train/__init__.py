@@ -13,7 +13,7 @@ _SOURCES = {
     "Validator": "aiayn.train.loop",
     "average_checkpoints": "aiayn.train.checkpoint",
     "fused_label_smoothed_nll": "aiayn.accel.fused_loss",
-    "label_smoothed_nll": "aiayn.train.loss",
+    "label_smoothed_nll": "aiayn.modules.loss",
     "learning_rate": "aiayn.train.schedule",
     "list_checkpoints": "aiayn.train.checkpoint",
     "noam_lr": "aiayn.train.schedule",

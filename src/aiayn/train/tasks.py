@@ -23,7 +23,6 @@ from aiayn.data.tokenizer_files import (
     tokenizer_info_json,
 )
 from aiayn.runtime import Distributed, mixed_seed
-from aiayn.train.loss import LOSSES
 
 
 class TrainingBatch(Protocol):
@@ -174,7 +173,7 @@ class TranslationLoss(nn.Module):
         super().__init__()
         self.model = model
         self.epsilon = epsilon
-        self.loss = LOSSES[model.profile.name]
+        self.loss = model.profile.loss
 
     def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         """Summed (label-smoothed loss, NLL) over the non-pad positions of ``tgt_out``."""
@@ -293,7 +292,7 @@ class LanguageModelLoss(nn.Module):
         super().__init__()
         self.model = model
         self.epsilon = epsilon
-        self.loss = LOSSES[model.profile.name]
+        self.loss = model.profile.loss
 
     def forward(self, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
         hidden = self.model.decode(inputs).hidden  # (B, T, D)

@@ -18,10 +18,9 @@ from collections.abc import Callable
 import torch.nn.functional as F
 from torch import Tensor
 
-from aiayn.accel.fused_loss import fused_label_smoothed_nll
-from aiayn.modules import OutputProjection
+from aiayn.modules.embedding import OutputProjection
 
-LossFunction = Callable[..., tuple[Tensor, Tensor]]
+LossFunction = Callable[..., tuple[Tensor, Tensor]]  # label_smoothed_nll's signature
 
 
 # --8<-- [start:label_smoothed_nll]
@@ -43,17 +42,3 @@ def label_smoothed_nll(
 
 
 # --8<-- [end:label_smoothed_nll]
-
-
-def fused_loss(
-    hidden: Tensor, output: OutputProjection, target: Tensor, *, epsilon: float
-) -> tuple[Tensor, Tensor]:
-    """``label_smoothed_nll`` computed by ``aiayn.accel.fused_loss``; a projection with a
-    bias (Marian's ``final_logits_bias``), which the fused kernel has no term for, takes the
-    plain path."""
-    if output.bias is not None:
-        return label_smoothed_nll(hidden, output, target, epsilon=epsilon)
-    return fused_label_smoothed_nll(hidden, output.weight, target, epsilon=epsilon)
-
-
-LOSSES: dict[str, LossFunction] = {"reference": label_smoothed_nll, "fast": fused_loss}
