@@ -812,6 +812,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("translate: --ref missing", NONE, [*TRANSLATE, "--ref", "{t}/none.txt"], "no such file"),
     ("translate: --device tpu9", NONE, [*TRANSLATE, "--device", "tpu9"], "unknown device"),
     ("translate: --device cuda here", NONE, [*TRANSLATE, "--device", "cuda"], "CUDA"),
+    ("translate: --device mps here", NONE, [*TRANSLATE, "--device", "mps"], "no Apple GPU"),
     (
         "translate: --on-long error",
         NONE,

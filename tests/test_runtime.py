@@ -86,13 +86,21 @@ def test_ranks_come_from_the_torchrun_environment():
 
 def test_devices_that_do_not_exist_here_are_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    for spec, words in [("tpu9", "unknown device"), ("mps", "not supported"), ("cuda", "CUDA")]:
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    for spec, words in [("tpu9", "unknown device"), ("mps", "no Apple GPU"), ("cuda", "CUDA")]:
         with pytest.raises(DeviceError, match=words):
             select_device(spec)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(DeviceError, match="2 GPU"):
         select_device("cuda:5")
+
+
+def test_an_apple_gpu_is_a_device_where_pytorch_has_it(monkeypatch):
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert select_device("mps") == torch.device("mps")
+    assert select_device("auto") != torch.device("mps")  # asked for by name only
+    assert resolve_precision("auto", torch.device("mps")) == "fp32"
 
 
 def _in_fresh_process(code: str, **env: str) -> str:

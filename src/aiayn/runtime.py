@@ -21,22 +21,30 @@ def mixed_seed(seed: int, rank: int, counter: int) -> int:
     return ((seed * 1_000_003 + rank) * 1_000_003 + counter) % (2**63)
 
 
+DEVICES = "auto, cpu, cuda, cuda:N or mps"
+
+
 def select_device(spec: str, *, local_rank: int = 0) -> torch.device:
     """The device this process trains or decodes on.
 
     ``auto`` is the GPU of this process's local rank when CUDA is available, else the CPU.
     ``cuda`` without an index is also the local rank's GPU, so that the processes torchrun
     starts on one machine each take their own GPU (``cuda:LOCAL_RANK``) rather than all
-    piling onto GPU 0. An explicit ``cuda:N`` is taken as given.
+    piling onto GPU 0. An explicit ``cuda:N`` is taken as given. ``mps`` is an Apple GPU
+    (Metal), where this PyTorch has it; ``auto`` never picks it.
     """
     if spec == "auto":
         spec = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         device = torch.device(spec)
     except RuntimeError:
-        raise DeviceError(f"unknown device {spec!r} (use auto, cpu, cuda or cuda:N)") from None
-    if device.type not in ("cpu", "cuda"):
-        raise DeviceError(f"device {spec!r} is not supported (use auto, cpu, cuda or cuda:N)")
+        raise DeviceError(f"unknown device {spec!r} (use {DEVICES})") from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise DeviceError(f"device {spec!r} is not supported (use {DEVICES})")
+    if device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise DeviceError(f"device {spec!r}: no Apple GPU (MPS) in this PyTorch or machine")
+        return torch.device("mps")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceError(f"device {spec!r}: CUDA is not available on this machine")
@@ -61,6 +69,8 @@ def computes_bfloat16(device: torch.device) -> bool:
     check PyTorch offers."""
     if device.type == "cuda":
         return bool(torch.version.hip) or torch.cuda.get_device_capability(device) >= (8, 0)
+    if device.type == "mps":
+        return False  # counted as emulated: auto stays fp32 on an Apple GPU
     cpu = torch.cpu
     return any(
         getattr(cpu, check, lambda: False)()

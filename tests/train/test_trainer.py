@@ -48,7 +48,7 @@ def test_free_heap_is_handed_back_after_each_update_that_meets_a_new_batch_shape
     cfg = tiny_train_config(
         tiny_dataset, tmp_path / "run", run={"max_updates": 30, "valid_every": 1000}
     )
-    trainer = Trainer(cfg)
+    trainer = Trainer(cfg, release_memory=lambda: releases.append(len(shapes)))
     next_batch = trainer.task.next_batch
 
     def recorded():
@@ -57,9 +57,6 @@ def test_free_heap_is_handed_back_after_each_update_that_meets_a_new_batch_shape
         return batch
 
     trainer.task.next_batch = recorded
-    monkeypatch.setattr(
-        "aiayn.train.loop.release_free_memory", lambda: releases.append(len(shapes))
-    )
     trainer.train()
     first_meetings = [i + 1 for i, s in enumerate(shapes) if s not in shapes[:i]]
     assert 1 < len(first_meetings) < len(shapes)  # the test sees new and known shapes

@@ -111,7 +111,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         help="bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or "
         "AMX, emulated and far slower on others); auto: bf16 where the hardware has it",
     )
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
     parser.add_argument(
         "--text",
         choices=["natural", "raw"],

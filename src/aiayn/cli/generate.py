@@ -25,7 +25,7 @@ def add_parsers(sub) -> None:
     )
     g.add_argument("--seed", type=integer(minimum=0), help="make the sample reproducible")
     g.add_argument("--stop-at-eos", action="store_true", help="stop when the model emits EOS")
-    g.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
     g.add_argument(
         "--no-cache",
         action="store_true",

@@ -38,7 +38,7 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.memory import tune_allocator
+    from aiayn.memory import release_free_memory, tune_allocator
 
     allocator = tune_allocator()
     from aiayn.config_io import apply_overrides, load_toml, recipe_from_dict
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         corpus_from=corpus,
         recipe_dir=Path(args.recipe).parent,
         reporter=TerminalReporter(),
+        release_memory=release_free_memory,  # the allocator tuned above keeps what is freed
         command=args.command_line,
     )
     print(format_results(result, recipe))

@@ -37,7 +37,7 @@ def add_parsers(sub) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from aiayn.memory import tune_allocator
+    from aiayn.memory import release_free_memory, tune_allocator
 
     allocator = tune_allocator()
     from aiayn.config import training_warnings
@@ -54,6 +54,7 @@ def run_train(args: argparse.Namespace) -> int:
         resume=args.resume,
         reporter=reporter,
         validators=validators_for(cfg),
+        release_memory=release_free_memory,  # the allocator tuned above keeps what is freed
         card=card_for(cfg, args.command_line),
     )
     trainer.log(f"allocator: {allocator}")

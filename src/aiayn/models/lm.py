@@ -42,8 +42,7 @@ class TransformerLM(nn.Module):
         """Final states (B, T, D) of T new tokens after the L in ``cache``, and the cache
         extended by T (None without a cache)."""
         offset = 0 if cache is None else cache.length
-        out = self.decoder(self.embed(tokens, offset=offset), cache=cache)
-        return Decoded(out.hidden, out.cache)
+        return self.decoder(self.embed(tokens, offset=offset), cache=cache)[0]
 
     def logits(self, hidden: Tensor) -> Tensor:
         """(B, T, D) hidden states -> (B, T, V) next-token logits."""

@@ -49,11 +49,14 @@ class Encoder(Stack):
     # --8<-- [end:encoder]
 
 
-class DecoderOutput(NamedTuple):
+class Decoded(NamedTuple):
+    """What decoding T positions gives: final decoder states and the extended cache."""
+
     hidden: Tensor  # (B, T, D)
-    cache: KVCache | None  # extended by these positions (None: decoding without a cache)
-    self_weights: list[Tensor]  # per layer, (B, H, T, L+T), when asked
-    cross_weights: list[Tensor]  # per layer, (B, H, T, S), when asked
+    cache: KVCache | None  # None when decoding without a cache
+
+
+DecoderWeights = tuple[list[Tensor], list[Tensor]]  # per layer: self (B,H,T,L+T), cross (B,H,T,S)
 
 
 class Decoder(Stack):
@@ -73,8 +76,9 @@ class Decoder(Stack):
         memory_kv: tuple[MemoryKeyValues, ...] = (),
         cross_mask: Tensor | None = None,
         need_weights: bool = False,
-    ) -> DecoderOutput:
-        """Run T new positions (B, T, D) through every layer, after the L in ``cache``.
+    ) -> tuple[Decoded, DecoderWeights]:
+        """Run T new positions (B, T, D) through every layer, after the L in ``cache``; the
+        attention weights of every layer when ``need_weights`` (else empty lists).
 
         ``self_mask`` defaults to causal; with a cache, its memory keys/values are used.
         """
@@ -98,7 +102,7 @@ class Decoder(Stack):
         if self.final_norm is not None:
             x = self.final_norm(x)
         new_cache = None if cache is None else cache.advanced(tuple(self_kv), x.size(1))
-        return DecoderOutput(x, new_cache, self_weights, cross_weights)
+        return Decoded(x, new_cache), (self_weights, cross_weights)
 
     # --8<-- [end:decoder]
 
@@ -115,13 +119,6 @@ class EmbeddingWithPositions(nn.Module):
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         """(B, T) ids at positions offset .. offset+T-1 -> (B, T, D)."""
         return self.dropout(self.tokens(ids) + self.positions(ids.size(1), offset))
-
-
-class Decoded(NamedTuple):
-    """What decoding T positions gives: final decoder states and the extended cache."""
-
-    hidden: Tensor  # (B, T, D)
-    cache: KVCache | None  # None when decoding without a cache
 
 
 class AttentionMaps(NamedTuple):
@@ -198,8 +195,7 @@ class Transformer(nn.Module):
         Returns:
             (B, T, D) hidden states, and the cache extended by T positions (None without).
         """
-        out = self._decode(tgt, src_mask, memory=memory, cache=cache, tgt_mask=tgt_mask)
-        return Decoded(out.hidden, out.cache)
+        return self._decode(tgt, src_mask, memory=memory, cache=cache, tgt_mask=tgt_mask)[0]
 
     def logits(self, hidden: Tensor) -> Tensor:
         """(B, T, D) hidden states -> (B, T, V) next-token logits (§3.4)."""
@@ -220,9 +216,10 @@ class Transformer(nn.Module):
         src_mask = self.source_mask(src)
         memory, enc_weights = self.encoder(self.src_embed(src), mask=src_mask, need_weights=True)
         tgt_mask = masks.decoder_self_mask(tgt, self.specials.pad)
-        out = self._decode(tgt, src_mask, memory=memory, tgt_mask=tgt_mask, need_weights=True)
-        maps = AttentionMaps(enc_weights, out.self_weights, out.cross_weights)
-        return self.logits(out.hidden), maps
+        out, (self_weights, cross_weights) = self._decode(
+            tgt, src_mask, memory=memory, tgt_mask=tgt_mask, need_weights=True
+        )
+        return self.logits(out.hidden), AttentionMaps(enc_weights, self_weights, cross_weights)
 
     def _decode(
         self,
@@ -233,7 +230,7 @@ class Transformer(nn.Module):
         cache: KVCache | None = None,
         tgt_mask: Tensor | None = None,
         need_weights: bool = False,
-    ) -> DecoderOutput:
+    ) -> tuple[Decoded, DecoderWeights]:
         if cache is None and memory is None:
             raise ValueError("decode needs the encoder output or a cache started from it")
         return self.decoder(

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,7 @@ def run_pipeline(
     recipe_dir: str | Path = ".",
     reporter: Reporter | None = None,
     stages: tuple[Stage, ...] = STAGES,
+    release_memory: Callable[[], None] = lambda: None,
     command: str = "",
 ) -> PipelineResult:
     """Run every stage of ``recipe`` in ``work_dir`` (skipping those already done) and write
@@ -72,6 +74,7 @@ def run_pipeline(
         corpus_from: a local copy of a named corpus (Multi30k, WMT14) instead of a download.
         recipe_dir: what relative file prefixes of ``dataset = "files"`` are relative to.
         stages: the stages to run, in order.
+        release_memory: the allocator's policy, as ``Trainer`` takes it.
         command: the command that ran it, for the model card.
     """
     start = time.perf_counter()
@@ -86,6 +89,7 @@ def run_pipeline(
             recipe_dir=Path(recipe_dir),
             reporter=reporter or SilentReporter(),
             resources=resources,
+            release_memory=release_memory,
             alpha=recipe.pipeline.alpha,
             command=command,
         )

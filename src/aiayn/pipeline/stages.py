@@ -33,7 +33,6 @@ from aiayn.interop.argos import export_argos
 from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import ExportError
 from aiayn.interop.hf import check_marian, export_hf
-from aiayn.memory import release_free_memory
 from aiayn.pipeline.corpus import CorpusFiles, corpus_files, read_split
 from aiayn.pipeline.prepared import (
     changed_text,
@@ -82,6 +81,7 @@ class Job:
     recipe_dir: Path
     reporter: Reporter
     resources: contextlib.ExitStack  # closed when the pipeline ends (the decoding process)
+    release_memory: Callable[[], None]  # the allocator's policy (``Trainer``)
     command: str = ""  # the command that ran the pipeline, for the model card
     corpus: CorpusFiles | None = None  # "corpus"
     trained: TrainerState | None = None  # "train"
@@ -203,11 +203,12 @@ def train(job: Job) -> None:
         resume=True,
         reporter=job.reporter,
         validators=validators_for(cfg),
+        release_memory=job.release_memory,
         card=card_for(cfg, job.command),
     )
     job.trained = trainer.train()
     del trainer
-    release_free_memory()  # the trainer's heap: this process only waits from now on
+    job.release_memory()  # the trainer's heap: this process only waits from now on
 
 
 AVERAGED = "averaged.json"  # which checkpoints (and their checksums) the model averages

@@ -19,7 +19,7 @@ from torch.nn.parallel import DistributedDataParallel
 from aiayn.config import TrainConfig
 from aiayn.config_io import config_to_dict
 from aiayn.errors import AiaynError
-from aiayn.memory import memory_mb, release_free_memory
+from aiayn.memory import memory_mb
 from aiayn.models import build_model
 from aiayn.runtime import (
     Distributed,
@@ -74,6 +74,13 @@ class Trainer:
 
     The run directory is locked for the trainer's life (one writer at a time). Progress and
     news go to ``reporter`` (nothing by default: the library prints nothing).
+
+    ``release_memory`` hands the heap's free pages back to the kernel where the trainer's use
+    of memory changes (an update that met a new batch shape; before and after validation).
+    It is the allocator's policy, set where the process starts: the command line tunes the
+    allocator to keep freed memory (``aiayn.memory.tune_allocator``) and passes
+    ``aiayn.memory.release_free_memory``; by default nothing (an allocator left as it is
+    trims itself).
     """
 
     def __init__(
@@ -83,9 +90,11 @@ class Trainer:
         resume: bool = False,
         reporter: Reporter | None = None,
         validators: Sequence[Validator] = (),
+        release_memory: Callable[[], None] = lambda: None,
         card: ModelCard | None = None,
     ):
         self.cfg = cfg
+        self.release_memory = release_memory
         self.validators = list(validators)
         self.card = card or ModelCard()  # what the caller knows: the command, BLEU's signature
         self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
@@ -205,7 +214,7 @@ class Trainer:
         self.log(
             f"training {sum(p.numel() for p in self.model.parameters()):,} parameters "
             f"on {self.device} ({self.dist.world_size} process(es), {self.precision}, "
-            f"{run.profile} profile)"
+            f"{self.model.profile.name} profile)"
         )
         window = Window()
         self._window_start = window.start
@@ -286,8 +295,8 @@ class Trainer:
         return UpdateResult(float(totals[0]), float(totals[1]), tokens, finite)
 
     def _release_heap_after_new_shapes(self, batches: list[TrainingBatch]) -> None:
-        """Hand the heap's free pages back (``release_free_memory``) after an update that
-        met a batch shape for the first time.
+        """Hand the heap's free pages back (``release_memory``) after an update that met a
+        batch shape for the first time.
 
         Why: the tuned allocator keeps what is freed, and each new shape leaves holes that
         later steps of known shapes no longer touch. Shapes stop being new after an epoch or
@@ -298,7 +307,7 @@ class Trainer:
         if shapes <= self._shapes_met:
             return
         self._shapes_met |= shapes
-        release_free_memory()
+        self.release_memory()
 
     def _step(self, update: int) -> None:
         cfg = self.cfg
@@ -350,7 +359,7 @@ class Trainer:
     def validate(self) -> Row:
         """Validation loss and the validators' metrics. Free heap pages are handed back
         before and after, so that validation's batch shapes do not add to training's."""
-        release_free_memory()
+        self.release_memory()
         self.model.eval()
         loss_sum = nll_sum = tokens = 0.0
         for batch in self.task.valid_batches():
@@ -368,7 +377,7 @@ class Trainer:
         for validator in self.validators:
             row |= validator(self.model)
         self.model.train()
-        release_free_memory()
+        self.release_memory()
         return row
 
     def _validate(self) -> bool:

@@ -1,18 +1,18 @@
 """A run directory's guard: one training process at a time, and the checks before resuming.
 
-The lock is an OS file lock (``fcntl.flock``) on ``RUN/.lock``, held for the life of the
-training process and released by the kernel however it ends (even SIGKILL), so a stale
-lock can never block a later run.
+The lock is an OS file lock (``filelock``: ``flock`` on POSIX, ``msvcrt.locking`` on
+Windows) on ``RUN/.lock``, held for the life of the training process and released by the
+kernel however it ends (even SIGKILL), so a stale lock can never block a later run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
 from pathlib import Path
-from typing import IO
+
+from filelock import FileLock, Timeout
 
 from aiayn.config import ModelConfig
 from aiayn.data.tokenizer import Tokenizer, load_tokenizer
@@ -34,28 +34,27 @@ class RunLock:
     def __init__(self, run_dir: Path):
         run_dir.mkdir(parents=True, exist_ok=True)
         self.path = run_dir / LOCK_FILE
-        self._file: IO[str] | None = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115
+        self._lock: FileLock | None = FileLock(self.path)
         try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.seek(0)
-            holder = self._file.read().strip() or "unknown"
-            self._file.close()
-            self._file = None
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            self._lock = None
             raise RunDirectoryError(
-                f"{run_dir} is in use by another training process (PID {holder}); "
+                f"{run_dir} is in use by another training process (PID {self._holder()}); "
                 "wait for it to finish or choose another run.dir"
             ) from None
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"{os.getpid()}\n")
-        self._file.flush()
+        self.path.write_text(f"{os.getpid()}\n", encoding="utf-8")  # for that message
+
+    def _holder(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8").strip() or "unknown"
+        except OSError:  # Windows: the holder's lock covers the file
+            return "unknown"
 
     def release(self) -> None:
-        if self._file is not None:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
 RUN_FILES = ("checkpoints", "metrics.jsonl", "config.json", "best", "tensorboard", LOCK_FILE)
