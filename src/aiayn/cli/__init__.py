@@ -7,6 +7,7 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import logging
 import shlex
 import sys
 from collections.abc import Sequence
@@ -30,9 +31,34 @@ def build_parser() -> Parser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a message comes (tests swap it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def configure_logging() -> None:
+    """Show the library's ``aiayn`` log messages (INFO and up) on stderr, one a line, as the
+    command's own: what a reporter or a warning callback does not print itself."""
+    logger = logging.getLogger("aiayn")
+    if not logger.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = shlex.join(["aiayn", *(sys.argv[1:] if argv is None else argv)])
+    configure_logging()
     try:
         return args.handler(args)
     except AiaynError as e:

@@ -21,6 +21,7 @@ and is killed when the caller leaves a ``with`` block by an exception.
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import signal
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from aiayn.decode.translator import SearchOptions, Translation, TranslationError
 from aiayn.errors import AiaynError
 
 R = TypeVar("R")
+
+LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
 class DecoderCrashed(AiaynError):
@@ -83,7 +86,7 @@ class TranslatorProcess:
         texts: list[str],
         options: SearchOptions,
         *,
-        warn: Callable[[str], None] = lambda _: None,
+        warn: Callable[[str], None] = LOGGER.warning,
         target_token: str | None = None,
     ) -> list[list[Translation]]:
         """Raises:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ from aiayn.text.sentences import Paragraph, split_paragraph
 
 TextMode = Literal["natural", "raw"]
 TextFormat = Literal["text", "html"]
+
+LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
 class TranslationError(AiaynError, ValueError):
@@ -145,7 +148,7 @@ class Translator:
         lines: Sequence[str],
         options: SearchOptions = SearchOptions(),
         *,
-        warn: Callable[[str], None] = lambda _: None,
+        warn: Callable[[str], None] = LOGGER.warning,
         target_token: str | None = None,
     ) -> list[list[Translation]]:
         """The ``options.nbest`` translations of every line, in input order.

@@ -18,7 +18,7 @@ from aiayn.config import Recipe
 from aiayn.config_io import config_to_dict
 from aiayn.pipeline.corpus import CorpusFiles, corpus_files, data_dir, default_corpus_dir
 from aiayn.pipeline.stages import STAGES, Job, Stage, TestResult
-from aiayn.train.metrics import Reporter, SilentReporter
+from aiayn.train.metrics import LoggingReporter, Reporter
 
 __all__ = [
     "STAGES",
@@ -87,7 +87,7 @@ def run_pipeline(
             work=work,
             corpus_from=corpus_from,
             recipe_dir=Path(recipe_dir),
-            reporter=reporter or SilentReporter(),
+            reporter=reporter or LoggingReporter(),
             resources=resources,
             release_memory=release_memory,
             alpha=recipe.pipeline.alpha,

@@ -44,11 +44,11 @@ from aiayn.train.metrics import (
     BY_NLL,
     Criterion,
     Kind,
+    LoggingReporter,
     Metric,
     MetricsLog,
     Reporter,
     Row,
-    SilentReporter,
 )
 from aiayn.train.optim import make_optimizer
 from aiayn.train.run_dir import (
@@ -73,7 +73,7 @@ class Trainer:
     """Trains ``cfg`` into ``cfg.run.dir``. Use ``Trainer(cfg).train()``.
 
     The run directory is locked for the trainer's life (one writer at a time). Progress and
-    news go to ``reporter`` (nothing by default: the library prints nothing).
+    news go to ``reporter`` (by default the ``aiayn`` logger: the library prints nothing).
 
     ``release_memory`` hands the heap's free pages back to the kernel where the trainer's use
     of memory changes (an update that met a new batch shape; before and after validation).
@@ -99,7 +99,7 @@ class Trainer:
         self.card = card or ModelCard()  # what the caller knows: the command, BLEU's signature
         self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
         self.run_dir = Path(cfg.run.dir)
-        self.reporter = reporter or SilentReporter()
+        self.reporter = reporter or LoggingReporter()
         if cfg.run.threads > 0:
             torch.set_num_threads(cfg.run.threads)
         self.dist: Distributed = distributed_from_env()

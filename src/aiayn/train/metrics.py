@@ -1,12 +1,14 @@
 """What training measures, and where it goes: typed metric names, the best-checkpoint
 criterion, ``RUN/metrics.jsonl`` plus TensorBoard, and the reporter a person watches.
 
-Nothing here prints: the command line gives the trainer a ``Reporter`` that does.
+Nothing here prints: by default a run's news goes to the ``logging`` module (logger
+``aiayn``), and the command line gives the trainer a ``Reporter`` that prints.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from enum import Enum
@@ -75,6 +77,23 @@ class Reporter(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+LOGGER = logging.getLogger("aiayn")
+
+
+class LoggingReporter:
+    """Sends a run's news to the ``aiayn`` logger (INFO), and no progress: the default for
+    library use, shown only where the program embedding aiayn configures logging."""
+
+    def log(self, message: str) -> None:
+        LOGGER.info(message)
+
+    def progress(self, update: int, total: int, row: Row | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class SilentReporter:
