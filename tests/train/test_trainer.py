@@ -327,3 +327,12 @@ def test_resume_accepts_the_same_data_prepared_again(tiny_dataset, tmp_path):
     again = _prepared_again(tiny_dataset, tmp_path / "again")
     cfg = tiny_train_config(again, tmp_path / "run", run={"max_updates": 4})
     assert Trainer(cfg, resume=True).train().update == 4
+
+
+def test_a_library_trainer_logs_its_news_and_prints_nothing(tiny_dataset, tmp_path, caplog, capsys):
+    """Without a reporter, news goes to the ``aiayn`` logger (the CLI shows it)."""
+    cfg = tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 2})
+    with caplog.at_level("INFO", logger="aiayn"):
+        Trainer(cfg).train()
+    assert any("parameters" in r.getMessage() for r in caplog.records if r.name == "aiayn")
+    assert capsys.readouterr() == ("", "")

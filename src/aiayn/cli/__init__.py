@@ -52,7 +52,6 @@ def configure_logging() -> None:
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
