@@ -31,6 +31,18 @@ def _recipe(tmp_path, exports: list[str], **model):
     return recipe_from_dict(values), recipe_file.parent
 
 
+def _job(recipe, work, recipe_dir, reporter, resources) -> Job:
+    return Job(
+        recipe=recipe,
+        work=work,
+        corpus_from=None,
+        recipe_dir=recipe_dir,
+        reporter=reporter,
+        resources=resources,
+        release_memory=lambda: None,
+    )
+
+
 def test_the_last_stage_writes_every_export(tmp_path):
     recipe, recipe_dir = _recipe(tmp_path, ["ct2", "hf", "argos"])
     work = tmp_path / "work"
@@ -39,7 +51,7 @@ def test_the_last_stage_writes_every_export(tmp_path):
     assert STAGES[-1] is stage
     messages = Messages()
     with contextlib.ExitStack() as resources:
-        job = Job(recipe, work, None, recipe_dir, messages, resources)
+        job = _job(recipe, work, recipe_dir, messages, resources)
         assert stage.when(job)
         stage.run(job)
         stage.run(job)  # an earlier export is replaced
@@ -57,7 +69,7 @@ def test_the_last_stage_writes_every_export(tmp_path):
 def test_no_exports_no_stage(tmp_path):
     recipe, recipe_dir = _recipe(tmp_path, [])
     with contextlib.ExitStack() as resources:
-        job = Job(recipe, tmp_path, None, recipe_dir, Messages(), resources)
+        job = _job(recipe, tmp_path, recipe_dir, Messages(), resources)
         assert not any(s.when(job) for s in STAGES if s.name in ("export", "check exports"))
 
 
