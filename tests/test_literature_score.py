@@ -27,9 +27,21 @@ def _job(tmp_path, multi30k_dir, hyps):
     recipe = recipe_from_dict(
         {"pipeline": {"text": "raw", "literature_bleu": True, "test_limit": N}}
     )
-    job = Job(recipe, tmp_path, None, tmp_path, Messages(), contextlib.ExitStack())
+    job = _bare_job(recipe, tmp_path)
     job.tests = [stages.TestResult(SPLIT, 0.0, 0.0, "", "", len(hyps), 1.0)]
     return job
+
+
+def _bare_job(recipe, work):
+    return Job(
+        recipe=recipe,
+        work=work,
+        corpus_from=None,
+        recipe_dir=work,
+        reporter=Messages(),
+        resources=contextlib.ExitStack(),
+        release_memory=lambda: None,
+    )
 
 
 def _raw(multi30k_dir):
@@ -54,7 +66,7 @@ def test_the_stage_runs_when_the_recipe_asks_and_the_table_shows_it(tmp_path, mu
     [stage] = [s for s in STAGES if s.run is literature_score]
     assert stage.when(job)
     plain = recipe_from_dict({"pipeline": {"text": "raw"}})
-    assert not stage.when(Job(plain, tmp_path, None, tmp_path, Messages(), contextlib.ExitStack()))
+    assert not stage.when(_bare_job(plain, tmp_path))
     literature_score(job)
     result = PipelineResult(str(tmp_path), 1, 1, 1.0, 1.0, {}, job.tests, 0.6, {})
     table = format_results(result, job.recipe)
