@@ -25,6 +25,7 @@ from aiayn.cli import main
 from aiayn.config import PrepareConfig
 from aiayn.data import prepare
 from aiayn.data.lm import prepare_lm
+from aiayn.train import list_checkpoints
 
 from .data.corpora import make_corpus, sentences, write_lines
 from .train.conftest import config_dict, write_toml
@@ -229,6 +230,39 @@ def recipe_text(text: str) -> Callable[[Path, Path], None]:
 
 def no_keys(w: Path, t: Path) -> None:
     (t / "keys").write_text("# nobody\n\n")
+
+
+def foreign_ct2(w: Path, t: Path) -> None:
+    """A CTranslate2 model directory that also holds files a user put there."""
+    (t / "ct2" / "sub").mkdir(parents=True)
+    for name, text in (("model.bin", "old"), ("config.json", "{}"), ("notes.txt", "mine")):
+        (t / "ct2" / name).write_text(text)
+    (t / "ct2" / "sub" / "keep.txt").write_text("mine")
+
+
+def flip_exponent_bit(path: Path) -> None:
+    """One bit flipped in the last weight of a safetensors file (a huge, finite value)."""
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0x40
+    path.write_bytes(bytes(raw))
+
+
+def nan_weights(w: Path, t: Path) -> None:
+    """A model directory saved (with its checksums) after one weight became NaN."""
+    from aiayn.store import load_model, save_model
+    from aiayn.train.checkpoint import model_assets
+
+    model, cfg = load_model(w / "run/best")
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[3] = float("nan")
+    save_model(model, cfg, t / "nan", assets=model_assets(w / "run/best"))
+
+
+def damaged_checkpoint_without_checksums(w: Path, t: Path) -> None:
+    run = _copy(w, t, "run")
+    step = list_checkpoints(run)[-1]
+    flip_exponent_bit(step / "model.safetensors")
+    (step / "checksums.json").unlink()
 
 
 NONE = None
@@ -906,6 +940,65 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         [*SERVE, "--model", "{w}/lmrun/best"],
         "or one language model, not both",
     ),
+    # -- writes that must not destroy, weights that must be verified (issue #48) -------------
+    (
+        "export ct2 --overwrite over files aiayn did not write",
+        foreign_ct2,
+        ["export", "ct2", "{w}/run/best", "--out", "{t}/ct2", "--overwrite"],
+        "notes.txt",
+    ),
+    (
+        "export ct2 into an aiayn model directory",
+        lambda w, t: _copy(w, t, "run/best"),
+        ["export", "ct2", "{w}/run/best", "--out", "{t}/run/best", "--overwrite"],
+        "an aiayn model directory",
+    ),
+    (
+        "average --out the run's best model",
+        NONE,
+        ["average", "{w}/run", "--last", "2", "--out", "{w}/run/best"],
+        "the run's own 'best'",
+    ),
+    (
+        "weights: one exponent bit flipped",
+        damaged_model("model.safetensors", flip_exponent_bit),
+        ["translate", "--model", "{t}/run/best", "-i", "{w}/in.txt"],
+        "checksum differs",
+    ),
+    (
+        "weights: a NaN",
+        nan_weights,
+        ["translate", "--model", "{t}/nan", "-i", "{w}/in.txt"],
+        "non-finite",
+    ),
+    (
+        "average: a flipped checkpoint without checksums.json",
+        damaged_checkpoint_without_checksums,
+        ["average", "{t}/run", "--last", "2", "--out", "{t}/avg"],
+        "checksum differs",
+    ),
+    # -- options that crashed instead of being refused (issue #48) ---------------------------
+    ("translate --threads 100000", NONE, [*TRANSLATE, "--threads", "100000"], "--threads"),
+    ("generate --seed 2**70", NONE, [*GENERATE, "--seed", str(2**70)], "--seed"),
+    ("train: a directory as config", NONE, ["train", "{t}"], "a directory"),
+    (
+        "dataset .idx bytes flipped",
+        damaged_dataset("train.src.idx", flip_bytes),
+        [*TRAIN],
+        "train.src.idx",
+    ),
+    (
+        "evaluate: two empty files",
+        file_at("empty.txt", ""),
+        ["evaluate", "--hyp", "{t}/empty.txt", "--ref", "{t}/empty.txt"],
+        "nothing to score",
+    ),
+    (
+        "plot positional --d-model 100000",
+        NONE,
+        ["plot", "positional", "--d-model", "100000", "-o", "{t}/p.png"],
+        "--d-model",
+    ),
     # -- pipeline -----------------------------------------------------------------------------
     ("pipeline: recipe missing", NONE, ["pipeline", "{t}/none.toml"], "no such config"),
     (
@@ -977,6 +1070,8 @@ def _run(argv: list[str], stdin: bytes | None = None) -> tuple[int, str]:
 def test_bad_input_gets_one_clear_line(world, tmp_path, capsys, setup, argv, words):
     if argv[0] == "serve" and importlib.util.find_spec("fastapi") is None:
         pytest.skip("the serve extra is a dev dependency")
+    if argv[0] == "export" and importlib.util.find_spec("ctranslate2") is None:
+        pytest.skip("ctranslate2 is a dev dependency")
     if "cuda" in argv and torch.cuda.is_available():
         pytest.skip("CUDA is available on this machine")
     if setup is not None:
@@ -1012,6 +1107,7 @@ def test_nothing_is_lost(world, tmp_path):
     (tmp_path / "mine" / "keep.txt").write_text("precious")
     checkpoint = world / "run" / "checkpoints" / "step_00000006"
     before = {p.name: p.read_bytes() for p in checkpoint.iterdir()}
+    best = {p.name: p.read_bytes() for p in (world / "run" / "best").iterdir()}
     for argv in (
         [
             "prepare",
@@ -1023,11 +1119,13 @@ def test_nothing_is_lost(world, tmp_path):
         ],
         ["average", str(world / "run"), "--out", str(tmp_path / "mine")],
         ["average", str(world / "run"), "--last", "2", "--out", str(checkpoint)],
+        ["average", str(world / "run"), "--last", "2", "--out", str(world / "run" / "best")],
         ["train", str(world / "train.toml"), "--set", f'run.dir="{tmp_path / "mine"}"'],
     ):
         assert _run(argv)[0] == 2
         assert (tmp_path / "mine" / "keep.txt").read_text() == "precious"
         assert {p.name: p.read_bytes() for p in checkpoint.iterdir()} == before
+        assert {p.name: p.read_bytes() for p in (world / "run" / "best").iterdir()} == best
 
 
 def test_case_count_and_categories_stay_broad():

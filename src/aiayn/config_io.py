@@ -188,6 +188,10 @@ def load_toml(path: str, *, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
             values = toml.load(f)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: a directory, not a TOML config file") from None
+    except (PermissionError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot be read ({e})") from None
     except toml.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     parent = values.pop("extends", None)

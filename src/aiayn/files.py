@@ -13,11 +13,12 @@ Imports nothing from torch or aiayn beyond ``errors``.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import hashlib
 import itertools
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -64,12 +65,69 @@ def atomic_directory(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextmanager
+def write_directory(
+    dest: str | Path,
+    *,
+    replace: bool = False,
+    replaceable: Callable[[Path], bool] = lambda _: False,
+    what: str = "directory",
+) -> Iterator[Path]:
+    """``atomic_directory``, with a failed write (a full or read-only disk) raised as one line.
+
+    What was at ``dest`` before stays as it was, and no partial directory is left: the new
+    one is written beside it and swapped in only once complete.
+
+    Raises:
+        DestinationError: ``dest`` may not be replaced, or the disk refused the write.
+    """
+    try:
+        with atomic_directory(dest, replace=replace, replaceable=replaceable, what=what) as tmp:
+            yield tmp
+    except OSError as e:
+        reason = write_failure(e)
+        if reason is None:
+            raise
+        raise DestinationError(
+            f"cannot write {dest}: {reason}; nothing was changed there"
+        ) from None
+
+
+def holds_only(patterns: Iterable[str], *, required: str) -> Callable[[Path], bool]:
+    """A ``replaceable`` test: a directory holding ``required`` and nothing but files whose
+    names match ``patterns`` (shell patterns), i.e. only what a writer of that kind writes."""
+    patterns = tuple(patterns)
+
+    def test(path: Path) -> bool:
+        if not (path / required).is_file():
+            return False
+        return all(
+            p.is_file() and not p.is_symlink() and any(fnmatch.fnmatch(p.name, x) for x in patterns)
+            for p in path.iterdir()
+        )
+
+    return test
+
+
+def foreign_entries(path: Path, patterns: Iterable[str]) -> list[str]:
+    """Names in ``path`` that no pattern matches (what a writer would not have written)."""
+    patterns = tuple(patterns)
+    return sorted(
+        p.name for p in path.iterdir() if not any(fnmatch.fnmatch(p.name, x) for x in patterns)
+    )
+
+
 def write_failure(error: Exception) -> str | None:
     """What went wrong in a failed write, in words, if it was the disk (full, or another
     I/O error); None for errors that are not about writing."""
     text = str(error)
-    if getattr(error, "errno", None) == errno.ENOSPC or "No space left" in text:
+    code = getattr(error, "errno", None)
+    if code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text:
         return "the disk is full"
+    if code == errno.EFBIG or "File too large" in text:
+        return "a file grew over the size limit (RLIMIT_FSIZE or the file system's)"
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"not allowed to write there ({os.strerror(code)})"
     if isinstance(error, OSError) or "I/O error" in text:
         return f"a write failed ({' '.join(text.split())[:120]})"
     return None

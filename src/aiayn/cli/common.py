@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -76,6 +77,9 @@ def number(minimum: float | None = None, maximum: float | None = None, *, below_
     parse.__name__ = "number"
     return parse
 
+
+# More CPU threads than this is a mistake (PyTorch crashes creating 100,000 of them).
+MAX_THREADS = max(256, 4 * (os.cpu_count() or 1))
 
 STOPPING_RULES = ["exact", "beams", "heuristic"]  # aiayn.decode.beam.STOPPING, without torch
 

@@ -23,7 +23,9 @@ def add_parsers(sub) -> None:
         default=1.0,
         help="nucleus sampling mass, in (0, 1] (1: off)",
     )
-    g.add_argument("--seed", type=integer(minimum=0), help="make the sample reproducible")
+    g.add_argument(
+        "--seed", type=integer(minimum=0, maximum=2**64 - 1), help="make the sample reproducible"
+    )
     g.add_argument("--stop-at-eos", action="store_true", help="stop when the model emits EOS")
     g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
     g.add_argument(

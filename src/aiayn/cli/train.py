@@ -80,12 +80,20 @@ def run_average(args: argparse.Namespace) -> int:
         list_checkpoints,
         model_assets,
     )
+    from aiayn.train.run_dir import RUN_FILES, is_run_directory
 
     out = Path(args.out)
     if out.resolve().parent.name == CHECKPOINTS:
         raise UsageError(f"--out {out}: inside a run's checkpoints; choose a path outside it")
+    if out.name in RUN_FILES and is_run_directory(out.resolve().parent):
+        raise UsageError(
+            f"--out {out}: the run's own {out.name!r}, which training writes; "
+            "choose another path (e.g. RUN/average)"
+        )
     check_destination(out, replace=True, replaceable=is_model_directory, what="model directory")
     paths = [Path(p) for p in args.paths]
+    if any(out.resolve() == p.resolve() for p in paths):
+        raise UsageError(f"--out {out}: one of the models being averaged; choose another path")
     if len(paths) == 1 and list_checkpoints(paths[0]):
         available = list_checkpoints(paths[0])
         if len(available) < args.last:

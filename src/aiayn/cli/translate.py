@@ -12,7 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, get_args
 
-from aiayn.cli.common import UsageError, add_search_options, integer, log, search_precision
+from aiayn.cli.common import (
+    MAX_THREADS,
+    UsageError,
+    add_search_options,
+    integer,
+    log,
+    search_precision,
+)
 from aiayn.config import BleuTokenize
 
 
@@ -61,7 +68,12 @@ def add_parsers(sub) -> None:
         "pre-tokenised)",
     )
     _add_tokenize_option(t, "the model's target language")
-    t.add_argument("--threads", type=integer(minimum=0), default=0)
+    t.add_argument(
+        "--threads",
+        type=integer(minimum=0, maximum=MAX_THREADS),
+        default=0,
+        help="CPU threads (0: PyTorch's choice)",
+    )
     t.add_argument(
         "--profile",
         metavar="NAME",

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from aiayn.errors import AiaynError
+
 OFFSET = np.dtype(np.int64)
 LENGTHS_READ_AT_ONCE = 1 << 20  # offsets read per block when collecting the lengths
 
@@ -66,6 +68,10 @@ class IndexedWriter:
         return self.count
 
 
+class DatasetFileError(AiaynError, ValueError):
+    """A ``.bin`` / ``.idx`` pair that does not hold what ``prepare`` wrote (damaged)."""
+
+
 class IndexedDataset:
     """Read-only view of a ``PREFIX.bin`` / ``PREFIX.idx`` pair."""
 
@@ -76,7 +82,10 @@ class IndexedDataset:
         self.lengths, n_tokens = _read_lengths(idx_path)  # (n,)
         held = bin_path.stat().st_size // self.dtype.itemsize
         if held != n_tokens:
-            raise ValueError(f"{self.prefix}: .bin holds {held} ids, .idx says {n_tokens}")
+            raise DatasetFileError(
+                f"{self.prefix}: .bin holds {held} ids, .idx says {n_tokens} (damaged; "
+                "prepare the data again)"
+            )
         self._bin = os.open(bin_path, os.O_RDONLY)
         self._idx = os.open(idx_path, os.O_RDONLY)
 
@@ -127,14 +136,21 @@ def _read_lengths(idx_path: Path) -> tuple[np.ndarray, int]:
     the smallest type that holds them; and the total number of ids."""
     n = idx_path.stat().st_size // OFFSET.itemsize - 1
     if n < 0:
-        raise ValueError(f"{idx_path}: empty index")
+        raise DatasetFileError(f"{idx_path}: empty index (damaged; prepare the data again)")
     lengths = np.empty(n, dtype=np.int32)
     last, position = 0, 0
     with open(idx_path, "rb") as f:
         f.seek(OFFSET.itemsize)
         while block := f.read(LENGTHS_READ_AT_ONCE * OFFSET.itemsize):
             ends = np.frombuffer(block, dtype=OFFSET)
-            lengths[position : position + len(ends)] = np.diff(ends, prepend=last)
+            step = np.diff(ends, prepend=last)
+            if step.size and (step.min() < 0 or step.max() > np.iinfo(np.int32).max):
+                bad = int(np.argmax((step < 0) | (step > np.iinfo(np.int32).max)))
+                raise DatasetFileError(
+                    f"{idx_path}: sentence {position + bad + 1} has length {int(step[bad])} "
+                    "(the offsets are damaged; prepare the data again)"
+                )
+            lengths[position : position + len(ends)] = step
             position += len(ends)
             last = int(ends[-1])
     longest = int(lengths.max()) if n else 0

@@ -38,7 +38,7 @@ class MarianTokenizer:
             raise TokenizerError(
                 f"{vocab_file}: a Marian vocabulary maps pieces to ids, with <unk>"
             )
-        self.ids: dict[str, int] = {str(k): int(v) for k, v in vocab.items()}
+        self.ids: dict[str, int] = _checked_ids(vocab, vocab_file)
         self._pieces = {i: p for p, i in self.ids.items()}
         self.unk_id = self.ids["<unk>"]
         self._special_ids = {self.ids[p] for p in SPECIAL if p in self.ids}
@@ -70,3 +70,30 @@ class MarianTokenizer:
         if text.startswith(">>") and (end := text.find("<<")) != -1:
             code, text = [text[: end + 2]], text[end + 2 :]
         return code + self._sp.encode(text, out_type=str)
+
+
+MAX_ID = 10_000_000  # no vocabulary is this large; a larger id is a damaged file
+
+
+def _checked_ids(vocab: dict, vocab_file: str | Path) -> dict[str, int]:
+    """The vocabulary's piece -> id map, each id a whole number from 0, no id given twice.
+
+    Raises:
+        TokenizerError: naming the file, the piece and its id.
+    """
+    ids: dict[str, int] = {}
+    owner: dict[int, str] = {}
+    for piece, value in vocab.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TokenizerError(f"{vocab_file}: piece {piece!r} has id {value!r}, not a number")
+        if not 0 <= value < MAX_ID:
+            raise TokenizerError(
+                f"{vocab_file}: piece {piece!r} has id {value}, outside 0..{MAX_ID - 1}"
+            )
+        if value in owner:
+            raise TokenizerError(
+                f"{vocab_file}: pieces {owner[value]!r} and {piece!r} both have id {value}"
+            )
+        owner[value] = piece
+        ids[str(piece)] = value
+    return ids

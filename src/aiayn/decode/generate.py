@@ -5,6 +5,7 @@ Shapes: T prompt length, V vocabulary.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -14,9 +15,14 @@ from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.sampling import sample_next
+from aiayn.errors import AiaynError
 from aiayn.models.lm import TransformerLM
 from aiayn.modules import KVCache
 from aiayn.store import ModelLoadError, load_model
+
+
+class GenerationError(AiaynError, ValueError):
+    """Arguments ``generate`` cannot sample with."""
 
 
 def load_language_model(
@@ -60,7 +66,8 @@ def generate(
         The new ids (the prompt not included).
     """
     if not prompt:
-        raise ValueError("the prompt must hold at least one token")
+        raise GenerationError("the prompt must hold at least one token")
+    _check_arguments(model, prompt, max_new_tokens, temperature, top_k, top_p)
     model.eval()
     device = next(model.parameters()).device
     context = torch.tensor([list(prompt)], device=device)  # (1, T)
@@ -97,3 +104,32 @@ def _decode_last(
 
 def _crop(context: torch.Tensor, window: int | None) -> torch.Tensor:
     return context if window is None else context[:, -window:]
+
+
+def _check_arguments(
+    model: TransformerLM,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    temperature: float,
+    top_k: int,
+    top_p: float,
+) -> None:
+    """Refuse what sampling cannot use, as the command line's options do."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise GenerationError(f"max_new_tokens = {max_new_tokens!r}: expected a whole number")
+    if max_new_tokens < 0:
+        raise GenerationError(f"max_new_tokens = {max_new_tokens}: expected at least 0")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise GenerationError(f"top_k = {top_k!r}: expected a whole number of at least 0")
+    for name, value, ok in (
+        ("temperature", temperature, lambda v: v >= 0),
+        ("top_p", top_p, lambda v: 0 < v <= 1),
+    ):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not ok(value):
+            allowed = "at least 0" if name == "temperature" else "above 0, at most 1"
+            raise GenerationError(f"{name} = {value!r}: expected a number {allowed}")
+    vocab = model.output.weight.size(0)
+    for i in prompt:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab:
+            raise GenerationError(f"prompt: {i!r} is not an id of the vocabulary (0..{vocab - 1})")

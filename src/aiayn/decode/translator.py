@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ import torch
 from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
-from aiayn.decode.beam import beam_search
+from aiayn.decode.beam import STOPPING, beam_search
 from aiayn.decode.greedy import greedy_search
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.errors import AiaynError
@@ -53,6 +54,55 @@ class SearchOptions:
     text: TextMode = "natural"  # raw: each line to the subword model as it is (research)
     split_sentences: bool = True  # natural: translate a line's sentences one by one
     format: TextFormat = "text"  # html: each line is an HTML document (aiayn.text.html)
+
+    def __post_init__(self) -> None:
+        """Refuse values the search cannot use, as the command line's options do.
+
+        Raises:
+            TranslationError: naming the field, its value and what is allowed.
+        """
+        for name, minimum in (
+            ("beam", 1),
+            ("nbest", 1),
+            ("max_len_b", 0),
+            ("batch_tokens", 1),
+            ("max_src_len", 2),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise TranslationError(
+                    f"SearchOptions.{name} = {value!r}: expected a whole number of at least "
+                    f"{minimum}"
+                )
+        if self.beam > MAX_BEAM:
+            raise TranslationError(f"SearchOptions.beam = {self.beam}: at most {MAX_BEAM}")
+        if self.nbest > self.beam:
+            raise TranslationError(
+                f"SearchOptions.nbest = {self.nbest} is larger than beam = {self.beam}"
+            )
+        alpha = self.alpha
+        if alpha is not None and (
+            isinstance(alpha, bool)
+            or not isinstance(alpha, int | float)
+            or not math.isfinite(alpha)
+            or alpha < 0
+        ):
+            raise TranslationError(
+                f"SearchOptions.alpha = {alpha!r}: expected None or a finite number >= 0"
+            )
+        for name, allowed in (
+            ("on_long", ("truncate", "error")),
+            ("precision", get_args(Precision)),
+            ("stopping", tuple(STOPPING)),
+        ):
+            if getattr(self, name) not in allowed:
+                raise TranslationError(
+                    f"SearchOptions.{name} = {getattr(self, name)!r}: expected one of "
+                    f"{', '.join(allowed)}"
+                )
+
+
+MAX_BEAM = 1024  # a larger beam is a mistake (its memory grows with beam × vocabulary)
 
 
 @dataclass(frozen=True)
@@ -139,6 +189,25 @@ class Translator:
                 f"(at most {vocab // 2})"
             )
 
+    def _check_ids(self, sources: Sequence[Sequence[int]]) -> None:
+        if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
+            raise TranslationError(
+                f"sources: expected a list of id sequences, got {type(sources).__name__}"
+            )
+        vocab = self.model.src_embed.tokens.weight.size(0)
+        for n, row in enumerate(sources, 1):
+            if isinstance(row, torch.Tensor):
+                row = row.tolist()
+            if isinstance(row, str | bytes) or not isinstance(row, Sequence):
+                raise TranslationError(
+                    f"source {n}: expected a sequence of ids, got {type(row).__name__}"
+                )
+            for i in row:
+                if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < vocab:
+                    raise TranslationError(
+                        f"source {n}: {i!r} is not an id of the source vocabulary (0..{vocab - 1})"
+                    )
+
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
@@ -168,6 +237,8 @@ class Translator:
         ``target_token`` (a multilingual model's ``>>fra<<``) goes before every non-empty
         sentence.
         """
+        _check_lines(lines)
+        _check_options(options)
         _check_text_options(options)
         if options.text == "raw":
             return self._translate_texts(
@@ -207,7 +278,15 @@ class Translator:
         sources: Sequence[Sequence[int]],
         options: SearchOptions = SearchOptions(),
     ) -> list[list[Translation]]:
-        """Translate subword ids (without EOS); an empty source gives an empty translation."""
+        """Translate subword ids (without EOS); an empty source gives an empty translation.
+
+        Raises:
+            TranslationError: a source that is not a sequence of ids of the vocabulary, or
+                options this model cannot decode with.
+        """
+        _check_options(options)
+        self.check(options)
+        self._check_ids(sources)
         results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
         todo = [i for i, row in enumerate(sources) if len(row)]
         lengths = [len(row) + 1 for row in sources]
@@ -308,6 +387,26 @@ def _join(
             hyps.append(Translation(text, score, [i for t in chosen for i in t.tokens]))
         results.append(hyps)
     return results
+
+
+def _check_lines(lines: Sequence[str]) -> None:
+    if isinstance(lines, str | bytes):
+        raise TranslationError(
+            "translate() takes a list of lines, not one string: pass [text] to translate one"
+        )
+    if not isinstance(lines, Sequence):
+        raise TranslationError(f"translate() takes a list of lines, not {type(lines).__name__}")
+    for n, line in enumerate(lines, 1):
+        if not isinstance(line, str):
+            raise TranslationError(f"line {n}: expected text (str), got {type(line).__name__}")
+
+
+def _check_options(options: SearchOptions) -> None:
+    if not isinstance(options, SearchOptions):
+        raise TranslationError(
+            f"options: expected a SearchOptions, got {type(options).__name__} "
+            "(write SearchOptions(beam=4, ...))"
+        )
 
 
 def _until(eos: int, row: list[int]) -> list[int]:

@@ -34,8 +34,9 @@ DEFAULT_TOKENIZER = "13a"
 _EXTRAS = {"ko-mecab": "sacrebleu[ko]", "ja-mecab": "sacrebleu[ja]"}
 
 
-class ScoringError(AiaynError):
-    """BLEU cannot be computed as asked (an unknown tokenizer, or one not installed)."""
+class ScoringError(AiaynError, ValueError):
+    """BLEU cannot be computed as asked (an unknown tokenizer, or one not installed), or
+    translations and references that cannot be scored together."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,13 @@ def corpus_scores(
         ScoringError: see :func:`make_bleu`.
     """
     if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+        raise ScoringError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not any(r.strip() for r in references):
+        raise ScoringError(
+            f"nothing to score: the {len(references)} references are empty"
+            if references
+            else "nothing to score: no sentences"
+        )
     bleu = make_bleu(tgt_lang, "none" if tokenized else tokenize)
     chrf = CHRF()
     return Scores(

@@ -19,15 +19,40 @@ import torch
 from torch import nn
 
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
-from aiayn.files import check_destination
-from aiayn.interop.destination import ExportError, copy_model_card
+from aiayn.files import (
+    DestinationError,
+    check_destination,
+    foreign_entries,
+    holds_only,
+    write_directory,
+)
+from aiayn.interop.destination import (
+    MARKER_FILE,
+    MODEL_CARD,
+    ExportError,
+    copy_model_card,
+    marker_json,
+)
 from aiayn.models import Transformer
 from aiayn.store import load_model
+from aiayn.store.model_dir import is_model_directory
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16")
 ACTIVATIONS = {"relu": "RELU", "gelu": "GELU", "swish": "SWISH"}
 MAX_POSITIONS = 1024  # position encodings written out (CTranslate2 needs a table)
 SOURCE_SPM, TARGET_SPM = "source.spm", "target.spm"  # beside the model, as opus-mt names them
+# The files of an exported CTranslate2 model directory: an existing one is replaced only if
+# it holds nothing else (a user's notes or a subdirectory there are never deleted).
+CT2_FILES = (
+    "model.bin",
+    "config.json",
+    "*vocabulary*.json",
+    "*vocabulary*.txt",
+    SOURCE_SPM,
+    TARGET_SPM,
+    MODEL_CARD,
+    MARKER_FILE,
+)
 
 
 def export_ct2(
@@ -42,19 +67,43 @@ def export_ct2(
     if importlib.util.find_spec("ctranslate2") is None:
         raise ExportError("CTranslate2 is not installed (pip install ctranslate2)")
     out = Path(out_dir)
-    check_destination(
-        out, replace=overwrite, replaceable=lambda p: (p / "model.bin").is_file(), what="model"
-    )
+    _check_out(out, overwrite=overwrite)
     model, _ = load_model(model_dir)
     if not isinstance(model, Transformer):
         raise ExportError(f"{model_dir}: a language model; CTranslate2 export is for translators")
     src_tok, tgt_tok, info = load_tokenizers(model_dir)
     src_vocab = _vocabulary(src_tok, model.src_embed.tokens.weight.size(0), model)
     tgt_vocab = _vocabulary(tgt_tok, model.output.weight.size(0), model)
-    convert(model, src_vocab, tgt_vocab, str(out), quantization=quantization)
-    copy_sentencepiece(Path(model_dir), info, out)
-    copy_model_card(Path(model_dir), out)
+    with write_directory(
+        out, replace=overwrite, replaceable=is_ct2_directory, what="CTranslate2 model"
+    ) as tmp:
+        convert(model, src_vocab, tgt_vocab, str(tmp), quantization=quantization)
+        copy_sentencepiece(Path(model_dir), info, tmp)
+        copy_model_card(Path(model_dir), tmp)
+        (tmp / MARKER_FILE).write_text(marker_json("ct2", model_dir))
     return out
+
+
+is_ct2_directory = holds_only(CT2_FILES, required="model.bin")
+
+
+def _check_out(out: Path, *, overwrite: bool) -> None:
+    """Refuse an ``--out`` that is not free and not a CTranslate2 model (naming what is in
+    the way), before the model is loaded."""
+    if out.is_dir() and not out.is_symlink() and any(out.iterdir()):
+        if is_model_directory(out):
+            raise DestinationError(
+                f"{out}: an aiayn model directory; write the CTranslate2 model to another path"
+            )
+        if (out / "model.bin").is_file() and not is_ct2_directory(out):
+            foreign = foreign_entries(out, CT2_FILES) or ["a subdirectory or link"]
+            raise DestinationError(
+                f"{out}: holds files a CTranslate2 export does not write "
+                f"({', '.join(foreign[:3])}); they are left alone (choose another path)"
+            )
+    check_destination(
+        out, replace=overwrite, replaceable=is_ct2_directory, what="CTranslate2 model"
+    )
 
 
 def copy_sentencepiece(model_dir: Path, info: TokenizerInfo, directory: Path) -> None:

@@ -12,6 +12,8 @@ encoder–decoder attention). Weights are read from ``model.safetensors`` or, wi
 from __future__ import annotations
 
 import json
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +24,14 @@ from safetensors.torch import load_file
 from aiayn.accel import REFERENCE
 from aiayn.config import ModelConfig, SpecialIds
 from aiayn.data.marian import MarianTokenizer
+from aiayn.data.tokenizer import TokenizerError
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo, tokenizer_info_json
 from aiayn.errors import AiaynError
 from aiayn.files import sha256_file
 from aiayn.models import build_model
 from aiayn.store import save_model
 from aiayn.store.card import ModelCard
+from aiayn.store.model_dir import ModelLoadError, check_finite
 
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "gelu": "gelu", "relu": "relu"}
 REQUIRED = {  # config field -> the only value aiayn supports, for fields it does not map
@@ -56,11 +60,18 @@ def import_marian(
         "share_encoder_decoder_embeddings", True
     )
     vocab_files = ("vocab.json", "target_vocab.json" if separate else "vocab.json")
-    src_tok = MarianTokenizer(_need(hf, "source.spm"), _need(hf, vocab_files[0]))
-    tgt_tok = MarianTokenizer(_need(hf, "target.spm"), _need(hf, vocab_files[1]))
+    try:
+        src_tok = MarianTokenizer(_need(hf, "source.spm"), _need(hf, vocab_files[0]))
+        tgt_tok = MarianTokenizer(_need(hf, "target.spm"), _need(hf, vocab_files[1]))
+    except TokenizerError as e:
+        raise MarianImportError(str(e)) from None
     cfg = model_config(config, src_tok, tgt_tok, where=hf / "config.json")
+    _check_vocabulary_ids(hf, vocab_files, (src_tok, tgt_tok), cfg)
     model = build_model(cfg, profile=REFERENCE)
-    model.load_state_dict(aiayn_weights(read_weights(hf), cfg, where=hf), strict=True)
+    weights, weights_file = read_weights(hf)
+    state = aiayn_weights(weights, cfg, where=weights_file)
+    _check_shapes(state, model.state_dict(), cfg, weights_file=weights_file, config=config)
+    model.load_state_dict(state, strict=True)
     names = ["source.spm", "target.spm", *sorted(set(vocab_files))]
     info = TokenizerInfo(
         kind="marian",
@@ -139,34 +150,33 @@ def model_config(
     activation = config.get("activation_function", "swish")
     if activation not in ACTIVATIONS:
         raise MarianImportError(f"{where}: activation_function = {activation!r} is not supported")
-    vocab = int(_field(config, "vocab_size", where))
+    vocab = _whole(config, "vocab_size", where)
     shared = config.get("share_encoder_decoder_embeddings", True)
-    tgt_vocab = vocab if shared else int(config.get("decoder_vocab_size") or vocab)
-    for side, tokenizer, size in (("source", src, vocab), ("target", tgt, tgt_vocab)):
-        if tokenizer.vocab_size > size:
-            raise MarianImportError(
-                f"{where}: the {side} vocabulary has {tokenizer.vocab_size} ids, "
-                f"vocab_size is {size}"
-            )
-    pad = int(_field(config, "pad_token_id", where))
+    tgt_vocab = vocab
+    if not shared and config.get("decoder_vocab_size") is not None:
+        tgt_vocab = _whole(config, "decoder_vocab_size", where)
+    pad = _whole(config, "pad_token_id", where, minimum=0)
     specials = SpecialIds(
         pad=pad,
         unk=src.unk_id,
-        bos=int(config.get("decoder_start_token_id", pad)),
-        eos=int(_field(config, "eos_token_id", where)),
+        bos=_whole(config, "decoder_start_token_id", where, minimum=0, default=pad),
+        eos=_whole(config, "eos_token_id", where, minimum=0),
     )
+    for name, value in (("pad_token_id", specials.pad), ("eos_token_id", specials.eos)):
+        if value >= min(vocab, tgt_vocab):
+            raise MarianImportError(f"{where}: {name} = {value} is outside vocab_size {vocab}")
     try:
         return ModelConfig(
             src_vocab_size=vocab,
             tgt_vocab_size=tgt_vocab,
-            d_model=int(_field(config, "d_model", where)),
-            n_heads=int(_field(config, "encoder_attention_heads", where)),
-            d_ff=int(_field(config, "encoder_ffn_dim", where)),
-            n_encoder_layers=int(_field(config, "encoder_layers", where)),
-            n_decoder_layers=int(_field(config, "decoder_layers", where)),
-            dropout=float(config.get("dropout", 0.1)),
-            attention_dropout=float(config.get("attention_dropout", 0.0)),
-            activation_dropout=float(config.get("activation_dropout", 0.0)),
+            d_model=_whole(config, "d_model", where),
+            n_heads=_whole(config, "encoder_attention_heads", where),
+            d_ff=_whole(config, "encoder_ffn_dim", where),
+            n_encoder_layers=_whole(config, "encoder_layers", where),
+            n_decoder_layers=_whole(config, "decoder_layers", where),
+            dropout=_fraction(config, "dropout", where, 0.1),
+            attention_dropout=_fraction(config, "attention_dropout", where, 0.0),
+            activation_dropout=_fraction(config, "activation_dropout", where, 0.0),
             activation=ACTIVATIONS[activation],
             norm_first=False,
             positional="sinusoidal_concat",
@@ -175,20 +185,89 @@ def model_config(
             output_bias=True,
             specials=specials,
         )
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise MarianImportError(f"{where}: {e}") from None
 
 
-def read_weights(hf: Path) -> dict[str, torch.Tensor]:
-    """The state dict of ``model.safetensors``, else of ``pytorch_model.bin`` (tensors only)."""
+def read_weights(hf: Path) -> tuple[dict[str, torch.Tensor], Path]:
+    """The state dict of ``model.safetensors``, else of ``pytorch_model.bin`` (tensors only:
+    ``weights_only``, so no code in a pickle ever runs), and the file it came from.
+
+    Raises:
+        MarianImportError: no weights file, a damaged one, one that is not a dict of
+            tensors, or a tensor holding NaN or an infinity.
+    """
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = hf / name
+        if path.is_file():
+            break
+    else:
+        raise MarianImportError(f"{hf}: no model.safetensors or pytorch_model.bin")
     try:
-        if (hf / "model.safetensors").is_file():
-            return load_file(str(hf / "model.safetensors"))
-        if (hf / "pytorch_model.bin").is_file():
-            return torch.load(hf / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    except (SafetensorError, OSError, RuntimeError, EOFError) as e:
-        raise MarianImportError(f"{hf}: the weights cannot be read ({e})") from None
-    raise MarianImportError(f"{hf}: no model.safetensors or pytorch_model.bin")
+        if path.suffix == ".safetensors":
+            state = load_file(str(path))
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except (
+        SafetensorError,
+        OSError,
+        RuntimeError,
+        EOFError,
+        pickle.UnpicklingError,
+        zipfile.BadZipFile,
+        ValueError,
+        UnicodeDecodeError,
+    ) as e:
+        reason = " ".join(str(e).split())[:160]
+        raise MarianImportError(
+            f"{path}: not a weights file aiayn can read ({type(e).__name__}: {reason})"
+        ) from None
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise MarianImportError(f"{path}: not a state dict (names -> tensors)")
+    try:
+        check_finite(state, where=path)
+    except ModelLoadError as e:
+        raise MarianImportError(str(e)) from None
+    return state, path
+
+
+def _check_vocabulary_ids(
+    hf: Path, files: tuple[str, str], tokenizers: tuple[MarianTokenizer, ...], cfg: ModelConfig
+) -> None:
+    """Every id of a vocabulary file must be a row of the model's embedding."""
+    sizes = (cfg.src_vocab_size, cfg.tgt_vocab_size)
+    for name, tokenizer, size in zip(files, tokenizers, sizes, strict=True):
+        if tokenizer.vocab_size > size:
+            top = max(tokenizer.ids.values())
+            piece = next(p for p, i in tokenizer.ids.items() if i == top)
+            raise MarianImportError(
+                f"{hf / name}: piece {piece!r} has id {top}, but the model has {size} "
+                "embedding rows (config.json vocab_size)"
+            )
+
+
+def _check_shapes(
+    state: dict[str, torch.Tensor],
+    expected: dict[str, torch.Tensor],
+    cfg: ModelConfig,
+    *,
+    weights_file: Path,
+    config: dict,
+) -> None:
+    """The weights must have the shapes ``config.json`` gives the model."""
+    for name, tensor in state.items():
+        want = expected.get(name)
+        if want is not None and tuple(tensor.shape) != tuple(want.shape):
+            sizes = ", ".join(
+                f"{field} {config.get(field)}"
+                for field in ("vocab_size", "d_model", "encoder_ffn_dim")
+            )
+            raise MarianImportError(
+                f"{weights_file}: a weight for {name} has shape {list(tensor.shape)}, but "
+                f"config.json ({sizes}) makes it {list(want.shape)}"
+            )
 
 
 def aiayn_weights(hf: dict[str, torch.Tensor], cfg: ModelConfig, *, where: Path) -> dict:
@@ -259,6 +338,28 @@ def _field(config: dict, name: str, where: Path) -> Any:
     if name not in config:
         raise MarianImportError(f"{where}: no {name}")
     return config[name]
+
+
+def _whole(
+    config: dict, name: str, where: Path, *, minimum: int = 1, default: int | None = None
+) -> int:
+    """A whole-number field of ``config.json`` (a JSON integer, at least ``minimum``)."""
+    value = config.get(name, default) if default is not None else _field(config, name, where)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise MarianImportError(
+            f"{where}: {name} = {value!r} is not a whole number of at least {minimum}"
+        )
+    return value
+
+
+def _fraction(config: dict, name: str, where: Path, default: float) -> float:
+    """A probability field of ``config.json`` (a number in [0, 1))."""
+    value = config.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise MarianImportError(f"{where}: {name} = {value!r} is not a number in [0, 1)")
+    return float(value)
 
 
 def _need(directory: Path, name: str) -> Path:

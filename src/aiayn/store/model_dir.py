@@ -1,11 +1,18 @@
 """Model directories: ``config.json`` + ``model.safetensors`` (no pickle) + the files the
-model needs to be used (tokenizers), written atomically and loaded with one call."""
+model needs to be used (tokenizers), written atomically and loaded with one call.
+
+``config.json`` records the size and SHA-256 of ``model.safetensors`` (``"weights"``), checked
+whenever the weights are read, and no weight may be NaN or infinite: a flipped bit, a
+truncated copy or a diverged model is refused with one line naming the file (and the
+tensor). Other files a model directory may carry (a model card) are not covered: the
+tokenizers have their own checksums in ``tokenizer.json``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_model as _load_safetensors
 from safetensors.torch import save_model as _save_safetensors
@@ -16,7 +23,7 @@ from aiayn.config import ConfigError, ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
 from aiayn.errors import AiaynError
-from aiayn.files import DestinationError, atomic_directory, write_failure
+from aiayn.files import DestinationError, atomic_directory, sha256_file, write_failure
 from aiayn.store.card import CARD_FILE, ModelCard, render_card
 
 CONFIG_FILE = "config.json"
@@ -33,11 +40,22 @@ class ModelLoadError(AiaynError):
 
 def write_model_files(directory: Path, model: nn.Module, cfg: ModelConfig) -> None:
     """Write ``config.json`` and ``model.safetensors`` into an existing directory; the
-    weights carry the config they were saved with, checked when they are loaded."""
-    config = {"format": FORMAT, "version": FORMAT_VERSION, "model": config_to_dict(cfg)}
-    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    weights carry the config they were saved with, and ``config.json`` their checksum, both
+    checked when they are loaded."""
+    weights = directory / WEIGHTS_FILE
     saved_with = {SAVED_WITH: json.dumps(config_to_dict(cfg), sort_keys=True)}
-    _save_safetensors(model, str(directory / WEIGHTS_FILE), metadata=saved_with)
+    _save_safetensors(model, str(weights), metadata=saved_with)
+    config = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "model": config_to_dict(cfg),
+        "weights": {"file": WEIGHTS_FILE, **file_checksum(weights)},
+    }
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+
+
+def file_checksum(path: Path) -> dict[str, int | str]:
+    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def save_model(
@@ -144,6 +162,7 @@ def load_weights(
     """
     if not path.is_file():
         raise ModelLoadError(f"{path}: not found")
+    verify_weights(path)
     try:
         with safe_open(str(path), framework="pt") as f:
             saved_with = (f.metadata() or {}).get(SAVED_WITH)
@@ -169,6 +188,47 @@ def load_weights(
             f"{path}: weights do not match {CONFIG_FILE}: "
             f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
         )
+    check_finite(model.state_dict(), where=path)
+
+
+def verify_weights(path: Path) -> None:
+    """Check a weights file against the size and SHA-256 that the ``config.json`` beside it
+    records (model directories written before checksums were recorded are not checked).
+
+    Raises:
+        ModelLoadError: the file differs from what was saved.
+    """
+    try:
+        recorded = json.loads((path.parent / CONFIG_FILE).read_text()).get("weights")
+    except (OSError, ValueError, AttributeError):
+        return  # no readable config beside the weights: read_model_config reports it
+    if not isinstance(recorded, dict) or recorded.get("file") != path.name:
+        return
+    size = path.stat().st_size
+    if size != recorded.get("size"):
+        raise ModelLoadError(
+            f"{path}: corrupted: {size} bytes, saved with {recorded.get('size')} "
+            "(truncated or replaced)"
+        )
+    if sha256_file(path) != recorded.get("sha256"):
+        raise ModelLoadError(
+            f"{path}: corrupted: changed since it was saved (checksum differs from {CONFIG_FILE}'s)"
+        )
+
+
+def check_finite(tensors: dict[str, torch.Tensor], *, where: Path | str) -> None:
+    """Refuse weights holding NaN or an infinity (a diverged model, a damaged file).
+
+    Raises:
+        ModelLoadError: naming the file and the first tensor that is not finite.
+    """
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ModelLoadError(
+                f"{where}: {name} holds {bad} non-finite value{'s' * (bad > 1)} (NaN or inf); "
+                "these weights cannot be used"
+            )
 
 
 def _check_saved_with(path: Path, saved: dict, config: ModelConfig) -> None:

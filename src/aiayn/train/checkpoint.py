@@ -30,6 +30,7 @@ from aiayn.store.model_dir import (
     TRAINING_STATE_FILE,
     WEIGHTS_FILE,
     ModelLoadError,
+    check_finite,
     load_model,
     load_weights,
     write_model_files,
@@ -228,6 +229,7 @@ def average_checkpoints(paths: list[Path]) -> tuple[nn.Module, ModelConfig]:
     with torch.no_grad():
         for name, p in params.items():
             p.copy_(sums[name] / len(paths))
+    check_finite(dict(model.named_parameters()), where=f"the average of {len(paths)} models")
     return model, cfg
 
 

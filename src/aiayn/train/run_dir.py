@@ -82,6 +82,15 @@ def check_run_directory(run_dir: Path) -> None:
         )
 
 
+def is_run_directory(path: Path) -> bool:
+    """A directory a training run writes (its checkpoints, metrics log or run config)."""
+    return (
+        (path / "checkpoints").is_dir()
+        or (path / "metrics.jsonl").is_file()
+        or _is_run_config(path / "config.json")
+    )
+
+
 def _ours(name: str) -> bool:
     """A file a run writes, or the temporary name of one being written."""
     return name in RUN_FILES or any(
