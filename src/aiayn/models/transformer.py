@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import torch
 from torch import Tensor, nn
 
 from aiayn import masks
@@ -118,6 +119,8 @@ class EmbeddingWithPositions(nn.Module):
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         """(B, T) ids at positions offset .. offset+T-1 -> (B, T, D)."""
+        if ids.is_floating_point() or ids.dtype == torch.bool:
+            raise TypeError(f"token ids must be an integer tensor, got {ids.dtype}")
         return self.dropout(self.tokens(ids) + self.positions(ids.size(1), offset))
 
 

@@ -1,0 +1,288 @@
+"""Hostile input to the surfaces beside the command line: the Python API, ``import marian``
+and writes that meet a full or read-only disk. Every case must end in one clear error (an
+``AiaynError`` or a ``TypeError`` naming the argument), never a raw exception from deep
+inside, a silent wrong answer, or lost data. Command-line cases live in
+``tests/test_bad_input.py``; the server's in ``tests/serve/``.
+
+Each parametrised case is (name, the call, expected words).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+
+from aiayn.config import ModelConfig
+from aiayn.decode.generate import generate
+from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.errors import AiaynError
+from aiayn.models import build_model
+
+# -- the Python API ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def translator(trained_model_dir) -> Translator:
+    return Translator.from_dir(trained_model_dir)
+
+
+@pytest.fixture(scope="module")
+def language_model():
+    cfg = ModelConfig(
+        src_vocab_size=0,
+        tgt_vocab_size=40,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=0,
+        n_decoder_layers=1,
+        dropout=0.0,
+    )
+    return build_model(cfg).eval()
+
+
+API_CASES: list[tuple[str, Callable, str]] = [
+    ("translate one string", lambda t, lm: t.translate("a dog runs ."), "not one string"),
+    ("translate [None]", lambda t, lm: t.translate([None]), "line 1: expected text"),
+    ("translate [b'bytes']", lambda t, lm: t.translate(["ok", b"x"]), "line 2"),
+    ("translate a dict", lambda t, lm: t.translate({"q": "x"}), "list of lines"),
+    ("options as a dict", lambda t, lm: t.translate(["x"], {"beam": 2}), "SearchOptions"),
+    ("ids out of vocabulary", lambda t, lm: t.translate_ids([[3, 99_999]]), "99999"),
+    ("negative id", lambda t, lm: t.translate_ids([[-1]]), "-1"),
+    ("ids as a string", lambda t, lm: t.translate_ids(["abc"]), "source 1"),
+    ("beam='5'", lambda t, lm: SearchOptions(beam="5"), "beam"),
+    ("beam=5000", lambda t, lm: SearchOptions(beam=5000), "at most"),
+    ("beam=True", lambda t, lm: SearchOptions(beam=True), "beam"),
+    ("beam > vocab/2", lambda t, lm: t.translate(["x"], SearchOptions(beam=40)), "too large"),
+    ("alpha=nan", lambda t, lm: SearchOptions(alpha=math.nan), "alpha"),
+    ("alpha=inf", lambda t, lm: SearchOptions(alpha=math.inf), "alpha"),
+    ("alpha=-1", lambda t, lm: SearchOptions(alpha=-1.0), "alpha"),
+    ("max_len_b=-5", lambda t, lm: SearchOptions(max_len_b=-5), "max_len_b"),
+    ("max_src_len=1", lambda t, lm: SearchOptions(max_src_len=1), "max_src_len"),
+    ("batch_tokens=0", lambda t, lm: SearchOptions(batch_tokens=0), "batch_tokens"),
+    ("nbest > beam", lambda t, lm: SearchOptions(beam=2, nbest=3), "larger than beam"),
+    ("on_long='explode'", lambda t, lm: SearchOptions(on_long="explode"), "on_long"),
+    ("precision='fp8'", lambda t, lm: SearchOptions(precision="fp8"), "precision"),
+    ("stopping='soon'", lambda t, lm: SearchOptions(stopping="soon"), "stopping"),
+    (
+        "float tensor into the model",
+        lambda t, lm: t.model.encode(torch.rand(1, 4)),
+        "integer tensor",
+    ),
+    (
+        "generate max_new_tokens=-1",
+        lambda t, lm: generate(lm, [1], max_new_tokens=-1),
+        "at least 0",
+    ),
+    ("generate max_new_tokens='3'", lambda t, lm: generate(lm, [1], max_new_tokens="3"), "whole"),
+    ("generate prompt id 99", lambda t, lm: generate(lm, [99], max_new_tokens=1), "99"),
+    ("generate top_p=0", lambda t, lm: generate(lm, [1], max_new_tokens=1, top_p=0.0), "top_p"),
+    (
+        "generate temperature=nan",
+        lambda t, lm: generate(lm, [1], max_new_tokens=1, temperature=math.nan),
+        "temperature",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [c[1:] for c in API_CASES], ids=[c[0] for c in API_CASES]
+)
+def test_the_api_refuses_bad_arguments_in_one_line(translator, language_model, call, words):
+    with pytest.raises((AiaynError, TypeError)) as caught:
+        call(translator, language_model)
+    message = str(caught.value)
+    assert words in message and "\n" not in message, message
+
+
+def test_good_calls_still_work_after_the_checks(translator, language_model):
+    [[one]] = translator.translate(["the dog runs"], SearchOptions(beam=2, alpha=None))
+    assert one.text and one.tokens
+    ids = translator.src_tokenizer.encode(["the dog runs"])
+    assert translator.translate_ids([torch.tensor(ids[0])], SearchOptions(beam=1))[0][0].text
+    assert len(generate(language_model, [1, 2], max_new_tokens=3, temperature=0.0)) == 3
+
+
+# -- import marian: a directory from elsewhere trusts nothing -------------------------------
+
+
+@pytest.fixture(scope="module")
+def hf_dir(tmp_path_factory) -> Path:
+    pytest.importorskip("transformers", reason="transformers is a dev dependency")
+    from .interop.test_marian import _marian_dir
+
+    root = tmp_path_factory.mktemp("hostile-marian") / "hf"
+    _marian_dir(root)
+    return root
+
+
+def _edit_config(**changes) -> Callable[[Path], None]:
+    def edit(hf: Path) -> None:
+        config = json.loads((hf / "config.json").read_text())
+        (hf / "config.json").write_text(json.dumps({**config, **changes}))
+
+    return edit
+
+
+def _edit_vocab(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    def edit(hf: Path) -> None:
+        vocab = json.loads((hf / "vocab.json").read_text())
+        change(vocab)
+        (hf / "vocab.json").write_text(json.dumps(vocab))
+
+    return edit
+
+
+def _bin(content: bytes | Callable[[Path], None]) -> Callable[[Path], None]:
+    """Weights as ``pytorch_model.bin`` only (``content``: its bytes, or a writer)."""
+
+    def edit(hf: Path) -> None:
+        (hf / "model.safetensors").unlink()
+        if callable(content):
+            content(hf / "pytorch_model.bin")
+        else:
+            (hf / "pytorch_model.bin").write_bytes(content)
+
+    return edit
+
+
+class _Payload:
+    """A pickle that would run a command when unpickled without ``weights_only``."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _pickle_with_code(path: Path) -> None:
+    path.write_bytes(pickle.dumps({"model.shared.weight": _Payload(path.parent / "RAN")}))
+
+
+def _nan_weight(hf: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(hf / "model.safetensors"))
+    name = sorted(k for k in state if k.endswith("fc1.weight"))[0]
+    state[name][0, 0] = float("nan")
+    save_file(state, str(hf / "model.safetensors"))
+
+
+def _duplicate_id(vocab: dict) -> None:
+    vocab["a-second-piece"] = vocab["<unk>"]
+
+
+MARIAN_CASES: list[tuple[str, Callable[[Path], None], str]] = [
+    ("garbage pytorch_model.bin", _bin(b"\x00garbage" * 50), "pytorch_model.bin: not a weights"),
+    ("pickle with code", _bin(_pickle_with_code), "pytorch_model.bin: not a weights"),
+    ("a list, not a state dict", _bin(lambda p: torch.save([1, 2], p)), "not a state dict"),
+    ("no weights at all", lambda hf: (hf / "model.safetensors").unlink(), "no model.safetensors"),
+    ("vocab_size = 'abc'", _edit_config(vocab_size="abc"), "vocab_size = 'abc'"),
+    ("vocab_size = 2.5", _edit_config(vocab_size=2.5), "vocab_size"),
+    ("d_model disagrees with the weights", _edit_config(d_model=64), "d_model 64"),
+    ("vocab_size disagrees with the weights", _edit_config(vocab_size=400), "vocab_size 400"),
+    ("dropout = 'x'", _edit_config(dropout="x"), "dropout"),
+    ("pad_token_id = -1", _edit_config(pad_token_id=-1), "pad_token_id"),
+    ("eos_token_id outside", _edit_config(eos_token_id=10_000), "eos_token_id"),
+    ("two pieces on one id", _edit_vocab(_duplicate_id), "both have id"),
+    ("id -3", _edit_vocab(lambda v: v.update({"x-neg": -3})), "id -3"),
+    ("id 99,999", _edit_vocab(lambda v: v.update({"x-big": 99_999})), "vocab.json: piece 'x-big'"),
+    ("id 'abc'", _edit_vocab(lambda v: v.update({"x-str": "abc"})), "not a number"),
+    ("a NaN weight", _nan_weight, "non-finite"),
+]
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"), [c[1:] for c in MARIAN_CASES], ids=[c[0] for c in MARIAN_CASES]
+)
+def test_import_marian_refuses_damaged_input_in_one_line(hf_dir, tmp_path, damage, words):
+    from aiayn.interop.marian import MarianImportError, import_marian
+
+    hf = tmp_path / "hf"
+    shutil.copytree(hf_dir, hf)
+    damage(hf)
+    with pytest.raises(MarianImportError) as caught:
+        import_marian(hf, tmp_path / "out")
+    message = str(caught.value)
+    assert words in message and "\n" not in message, message
+    assert not (tmp_path / "out").exists()
+    assert not (hf / "RAN").exists()  # no pickled code ran
+
+
+# -- writes on a full or read-only disk ------------------------------------------------------
+
+
+def test_export_on_a_full_disk_keeps_the_old_model(trained_model_dir, tmp_path, monkeypatch):
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+    from aiayn.files import DestinationError
+    from aiayn.interop import ct2
+
+    out = tmp_path / "ct2"
+    ct2.export_ct2(trained_model_dir, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = ct2.convert
+
+    def full_disk(model, src, tgt, out_dir, **kw):
+        real(model, src, tgt, out_dir, **kw)
+        with open(Path(out_dir) / "model.bin", "r+b") as f:
+            f.truncate(100)  # what was written before the disk filled
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(ct2, "convert", full_disk)
+    with pytest.raises(DestinationError, match="the disk is full; nothing was changed"):
+        ct2.export_ct2(trained_model_dir, out, overwrite=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ct2"]  # no temporary left
+
+
+def test_export_under_a_file_size_limit_is_one_line(trained_model_dir, tmp_path):
+    """A real short write (RLIMIT_FSIZE in a child process: the kernel's EFBIG, the closest
+    safe stand-in for a full disk) through the command line."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+    code = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000));"
+        "from aiayn.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    argv = ["export", "ct2", str(trained_model_dir), "--out", str(tmp_path / "ct2")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert "cannot write" in line and "size limit" in line, line
+    assert list(tmp_path.iterdir()) == []  # nothing partial
+
+
+def test_export_onto_a_read_only_file_system_is_one_line(trained_model_dir, tmp_path, monkeypatch):
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+    from aiayn.files import DestinationError
+    from aiayn.interop.ct2 import export_ct2
+
+    real = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self.parent == tmp_path:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(DestinationError, match="not allowed to write there"):
+        export_ct2(trained_model_dir, tmp_path / "ct2")
+    assert list(tmp_path.iterdir()) == []
