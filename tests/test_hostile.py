@@ -286,3 +286,127 @@ def test_export_onto_a_read_only_file_system_is_one_line(trained_model_dir, tmp_
     with pytest.raises(DestinationError, match="not allowed to write there"):
         export_ct2(trained_model_dir, tmp_path / "ct2")
     assert list(tmp_path.iterdir()) == []
+
+
+# -- prepare: what it reads, how it writes --------------------------------------------------
+
+
+def test_a_pipe_and_a_bom_are_read_as_text(tmp_path):
+    import gzip
+    import threading
+
+    from aiayn.data import read_lines
+
+    (tmp_path / "bom.txt").write_bytes("\ufeffein hund\nzwei\n".encode())
+    assert list(read_lines(tmp_path / "bom.txt")) == ["ein hund", "zwei"]
+    r, w = os.pipe()
+    payload = gzip.compress(b"one\ntwo\n")
+    writer = threading.Thread(target=lambda: (os.write(w, payload), os.close(w)))
+    writer.start()
+    try:
+        assert list(read_lines(f"/dev/fd/{r}")) == ["one", "two"]  # <(zcat ...) is such a path
+    finally:
+        writer.join()
+        os.close(r)
+
+
+def _prepare(tmp_path, name: str, **fields):
+    from aiayn.config import PrepareConfig
+    from aiayn.data import load_prepared, prepare
+
+    from .data.corpora import make_corpus
+
+    paths = make_corpus(tmp_path / "corpus", train=120)
+    cfg = PrepareConfig(
+        src_lang="src",
+        tgt_lang="tgt",
+        train=paths["train"],
+        valid=paths["valid"],
+        vocab_size=60,
+        **fields,
+    )
+    prepare(cfg, tmp_path / name)
+    return load_prepared(tmp_path / name)
+
+
+def test_shard_size_is_honoured_to_the_pair(tmp_path):
+    whole = _prepare(tmp_path, "whole")
+    sharded = _prepare(tmp_path, "sharded", shard_size=7)
+    shards = sharded.manifest["splits"]["train"]["shards"]
+    assert len(shards) == -(-120 // 7) == 18
+    a, b = whole.split("train"), sharded.split("train")
+    assert len(a) == len(b) == 120
+    for i in range(len(a)):
+        assert a.src[i].tolist() == b.src[i].tolist() and a.tgt[i].tolist() == b.tgt[i].tolist()
+
+
+def test_prepare_refuses_an_empty_validation_set(tmp_path):
+    from aiayn.config import PrepareConfig
+    from aiayn.data import prepare
+    from aiayn.data.corpus import CorpusError
+
+    from .data.corpora import make_corpus, write_lines
+
+    paths = make_corpus(tmp_path / "corpus", train=120)
+    write_lines(tmp_path / "empty.src", [])
+    write_lines(tmp_path / "empty.tgt", [])
+    cfg = PrepareConfig(
+        src_lang="src",
+        tgt_lang="tgt",
+        train=paths["train"],
+        valid=tmp_path / "empty",
+        vocab_size=60,
+    )
+    with pytest.raises(CorpusError, match="the valid split is empty"):
+        prepare(cfg, tmp_path / "d")
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_killed_encoding_worker_is_one_line(tmp_path, monkeypatch):
+    from aiayn.data import encode
+
+    from .data.corpora import sentences
+
+    data = _prepare(tmp_path, "d")
+    model = data.directory / data.manifest["vocab"]["files"]["src"]
+    monkeypatch.setattr(encode, "CHUNK", 10)
+    monkeypatch.setattr(encode, "POOL_FROM_CHUNK", 0)
+    keep = encode.Filter(max_len=100, max_len_ratio=10.0, active=False)
+    with encode.ChunkEncoder(model, model, workers=2) as encoder:
+
+        def pairs():
+            for i, s in enumerate(sentences(200)):
+                if i == 60:  # the pool is running: kill its workers
+                    for process in list(encoder._pool._processes.values()):
+                        process.kill()
+                yield s, s
+
+        with pytest.raises(encode.WorkerDied, match="worker process died"):
+            for _ in encoder.encode(pairs(), keep):
+                pass
+
+
+def test_prepare_on_a_full_disk_is_one_line(tmp_path):
+    """A real short write (RLIMIT_FSIZE in a child process, SIGXFSZ ignored: the write fails
+    as on a full disk), through the command line: one line, no partial dataset."""
+    from .data.corpora import make_corpus
+
+    paths = make_corpus(tmp_path / "corpus", train=3000)
+    code = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (8000, 8000));"
+        "from aiayn.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    argv = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--vocab-size", "60"]
+    argv += ["--train", paths["train"], "--valid", paths["valid"], "--out", str(tmp_path / "d")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in done.stderr and "cannot write" in last, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]

@@ -128,6 +128,8 @@ def write_failure(error: Exception) -> str | None:
         return "a file grew over the size limit (RLIMIT_FSIZE or the file system's)"
     if code in (errno.EROFS, errno.EACCES, errno.EPERM):
         return f"not allowed to write there ({os.strerror(code)})"
+    if isinstance(error, OSError) and code is None and "requested and" in text:
+        return f"a write was cut short, the disk is probably full ({text[:80]})"  # numpy
     if isinstance(error, OSError) or "I/O error" in text:
         return f"a write failed ({' '.join(text.split())[:120]})"
     return None

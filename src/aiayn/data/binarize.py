@@ -30,7 +30,7 @@ from aiayn.data.encode import ChunkEncoder, Filter, ShardWriter, SplitStats
 from aiayn.data.indexed import token_dtype
 from aiayn.data.tokenizer import train_sentencepiece
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, load_tokenizers, tokenizer_info_json
-from aiayn.files import atomic_directory, sha256_file
+from aiayn.files import sha256_file, write_directory
 
 FORMAT = "aiayn-parallel-dataset"
 
@@ -72,7 +72,7 @@ def prepare(
         name: (resolve_split_file(p, cfg.src_lang), resolve_split_file(p, cfg.tgt_lang))
         for name, p in splits.items()
     }
-    with atomic_directory(
+    with write_directory(
         out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
     ) as tmp:
         start = time.perf_counter()
@@ -97,6 +97,12 @@ def prepare(
                 )
         if stats["train"].pairs == 0:
             raise CorpusError(f"{files['train'][0]}: no training pairs left (empty corpus?)")
+        for name, s in stats.items():
+            if name != "train" and s.pairs == 0:
+                raise CorpusError(
+                    f"{files[name][0]}: the {name} split is empty; validation and test "
+                    "sets need at least one pair"
+                )
         if not cfg.vocab_from and (warning := vocabulary_warning(vocab, stats["train"])):
             log(warning)
         manifest = _manifest(cfg, vocab, stats, dtype.name, tmp)

@@ -19,18 +19,31 @@ class CorpusError(AiaynError, ValueError):
 
 
 def open_binary(path: str | Path) -> io.BufferedIOBase:
-    """Open a plain or gzip file (recognised by its magic bytes) for reading bytes."""
+    """Open a plain or gzip file (recognised by its magic bytes) for reading bytes; a pipe
+    (``<(zcat corpus.gz)``, ``/dev/stdin``) is read once, as it comes.
+
+    Raises:
+        CorpusError: no such file, a directory, or a file that cannot be opened.
+    """
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise CorpusError(f"{path}: a directory, not a text file")
+    if not path.exists():
         raise CorpusError(f"{path}: no such file")
-    with open(path, "rb") as f:
-        gzipped = f.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot be opened ({e.strerror or e})") from None
+    if f.peek(2)[:2] != b"\x1f\x8b":
+        return f
+    unzipped = gzip.GzipFile(fileobj=f, mode="rb")
+    unzipped.myfileobj = f  # closed with it, as gzip.open does for the files it opens
+    return unzipped
 
 
 def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a plain or gzip file for strict UTF-8 reading."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict")
+    """Open a plain or gzip file for strict UTF-8 reading (a leading BOM is dropped)."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8-sig", errors="strict")
 
 
 def read_lines(path: str | Path) -> Iterator[str]:
@@ -60,6 +73,8 @@ def decode_lines(raw_lines: Iterable[bytes], name: str) -> Iterator[str]:
                 raise CorpusError(
                     f"{name}: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
                 ) from None
+            if line_no == 1:
+                text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is no text
             yield text.strip()
     except (OSError, EOFError) as e:
         raise CorpusError(f"{name}: unreadable ({e})") from None

@@ -16,6 +16,7 @@ import multiprocessing
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -25,9 +26,14 @@ import numpy as np
 from aiayn.data.indexed import IndexedWriter
 from aiayn.data.tokenizer import Tokenizer, load_tokenizer
 from aiayn.data.tokenizer_files import load_tokenizers
+from aiayn.errors import AiaynError
 
 CHUNK = 10_000  # pairs encoded at a time
 POOL_FROM_CHUNK = 10  # smaller splits are encoded in this process: starting workers costs more
+
+
+class WorkerDied(AiaynError):
+    """An encoding worker process ended without its result (killed, out of memory)."""
 
 
 @dataclass(frozen=True)
@@ -131,15 +137,21 @@ class ChunkEncoder:
         """The chunks of ``pairs``, encoded, in order."""
         chunks = iter(lambda: list(islice(pairs, CHUNK)), [])
         in_flight: deque[Future[Encoded]] = deque()
-        for number, chunk in enumerate(chunks):
-            if self.workers == 1 or number < POOL_FROM_CHUNK:
-                yield _encode_chunk(chunk, keep)
-                continue
-            in_flight.append(self._workers().submit(_encode_chunk, chunk, keep))
-            if len(in_flight) >= 2 * self.workers:
+        try:
+            for number, chunk in enumerate(chunks):
+                if self.workers == 1 or number < POOL_FROM_CHUNK:
+                    yield _encode_chunk(chunk, keep)
+                    continue
+                in_flight.append(self._workers().submit(_encode_chunk, chunk, keep))
+                if len(in_flight) >= 2 * self.workers:
+                    yield in_flight.popleft().result()
+            while in_flight:
                 yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "an encoding worker process died (killed, or out of memory?); nothing was "
+                "written: run prepare again, with fewer --workers if memory is short"
+            ) from None
 
     def _workers(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -162,11 +174,23 @@ class ShardWriter:
         self._writers: tuple[IndexedWriter, IndexedWriter] | None = None
 
     def add(self, chunk: Encoded) -> None:
-        if self._writers is None or self._writers[0].count >= self.shard_size:
-            self._next_shard()
-        assert self._writers is not None
-        self._writers[0].add_flat(chunk.src_ids, chunk.src_lengths)
-        self._writers[1].add_flat(chunk.tgt_ids, chunk.tgt_lengths)
+        """Append a chunk's pairs, starting a new shard whenever one holds ``shard_size``
+        (a chunk may be cut across shards)."""
+        src_ends = np.cumsum(chunk.src_lengths)  # (P,)
+        tgt_ends = np.cumsum(chunk.tgt_lengths)  # (P,)
+        start, n = 0, len(chunk.src_lengths)
+        while start < n:
+            if self._writers is None or self._writers[0].count >= self.shard_size:
+                self._next_shard()
+            assert self._writers is not None
+            stop = min(n, start + self.shard_size - self._writers[0].count)
+            for writer, ids, lengths, ends in (
+                (self._writers[0], chunk.src_ids, chunk.src_lengths, src_ends),
+                (self._writers[1], chunk.tgt_ids, chunk.tgt_lengths, tgt_ends),
+            ):
+                first = int(ends[start - 1]) if start else 0
+                writer.add_flat(ids[first : int(ends[stop - 1])], lengths[start:stop])
+            start = stop
 
     def close(self) -> list[str]:
         """Finish the last shard; return the shards' file prefixes."""

@@ -32,7 +32,7 @@ from aiayn.data.tokenizer import (
     load_tokenizer,
     train_sentencepiece,
 )
-from aiayn.files import atomic_directory
+from aiayn.files import write_directory
 
 FORMAT = "aiayn-lm-dataset"
 
@@ -64,7 +64,7 @@ def prepare_lm(
         raise ValueError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
     cut = int(len(text) * (1.0 - valid_fraction))
     parts = {"train": text[:cut], "valid": text[cut:]}
-    with atomic_directory(
+    with write_directory(
         out_dir, replace=overwrite, replaceable=is_dataset(FORMAT), what="dataset"
     ) as tmp:
         tok, tok_file = _train_tokenizer(tokenizer, text, tmp, vocab_size)
