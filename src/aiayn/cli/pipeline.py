@@ -67,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _speed(tokens_per_second: float | None) -> str:
+    return (
+        "speed not recorded" if tokens_per_second is None else f"{tokens_per_second:,.0f} tokens/s"
+    )
+
+
 def format_results(result: PipelineResult, recipe: Recipe) -> str:
     """The results table and example translations, as Markdown."""
     p = recipe.pipeline
@@ -93,7 +99,7 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
     lines += [
         "",
         f"- training: {result.updates:,} updates, {result.train_tokens:,} target tokens in "
-        f"{result.train_seconds / 60:.1f} min ({result.tokens_per_second:,.0f} tokens/s)",
+        f"{result.train_seconds / 60:.1f} min ({_speed(result.tokens_per_second)})",
         f"- whole pipeline: {result.total_seconds / 60:.1f} min wall clock ("
         + ", ".join(f"{k} {v:.0f}s" for k, v in result.stage_seconds.items())
         + ")",

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 RESULTS = "results.json"
+MEASURED_SECONDS = 0.5  # less recorded training time than this is no speed to report
 
 
 @dataclass
@@ -49,8 +50,11 @@ class PipelineResult:
     alpha_scores: dict[float, float]  # validation BLEU of each exponent tried, if tuned
 
     @property
-    def tokens_per_second(self) -> float:
-        return self.train_tokens / max(self.train_seconds, 1e-9)
+    def tokens_per_second(self) -> float | None:
+        """Training speed; None when the run recorded no training time to divide by."""
+        if self.train_seconds < MEASURED_SECONDS:
+            return None
+        return self.train_tokens / self.train_seconds
 
 
 def run_pipeline(

@@ -90,4 +90,6 @@ def read_split(prefix: str, p: PipelineConfig) -> tuple[list[str], list[str]]:
         raise CorpusError(
             f"{prefix}: {len(sources)} {p.src_lang} lines but {len(references)} {p.tgt_lang}"
         )
+    if not any(references):
+        raise CorpusError(f"{prefix}: the split has no {p.tgt_lang} text to score against")
     return sources, references
