@@ -410,3 +410,23 @@ def test_prepare_on_a_full_disk_is_one_line(tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert "Traceback" not in done.stderr and "cannot write" in last, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus"]
+
+
+def test_a_rank_that_stops_answering_is_one_line(tmp_path):
+    """What a collective raises when another torchrun rank hung or died becomes one line
+    naming the time-out (the hang itself: run.dist_timeout_minutes)."""
+    import torch.distributed as dist
+
+    from aiayn.runtime import DistributedTimeout, distributed_failure
+
+    gloo_timeout = RuntimeError("[../gloo/transport/tcp/pair.cc:534] Timed out waiting 3000ms")
+    assert distributed_failure(gloo_timeout, timeout_minutes=0.05) is None  # no group yet
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        failure = distributed_failure(gloo_timeout, timeout_minutes=0.05)
+        assert isinstance(failure, DistributedTimeout)
+        assert "0.05-minute" in str(failure) and "\n" not in str(failure)
+        assert distributed_failure(RuntimeError("shape mismatch"), timeout_minutes=1) is None
+    finally:
+        dist.destroy_process_group()

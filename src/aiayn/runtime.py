@@ -137,6 +137,29 @@ def init_distributed(place: Distributed, device: torch.device, *, timeout_minute
         dist.init_process_group(backend="gloo", timeout=timeout)
 
 
+class DistributedTimeout(AiaynError):
+    """Another training process stopped answering (died, or hung) for longer than the
+    collective time-out."""
+
+
+def distributed_failure(error: BaseException, *, timeout_minutes: float) -> AiaynError | None:
+    """A one-line error for a collective that failed because another rank stopped answering
+    (gloo's and NCCL's time-outs and broken connections); None for any other error."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    kinds = tuple(k for k in (getattr(dist, "DistError", None),) if k is not None)
+    text = " ".join(str(error).split())
+    timed_out = "timed out" in text.lower() or "timeout" in text.lower()
+    if not (isinstance(error, kinds) or (isinstance(error, RuntimeError) and timed_out)):
+        return None
+    what = "did not answer within" if timed_out else "went away before"
+    return DistributedTimeout(
+        f"rank {dist.get_rank()}: another training process {what} the "
+        f"{timeout_minutes:g}-minute collective time-out (run.dist_timeout_minutes); "
+        f"stop every rank and resume with --resume ({text[:120]})"
+    )
+
+
 def ddp_arguments(device: torch.device) -> dict[str, object]:
     """DistributedDataParallel's placement arguments: on a GPU, the one device its replica
     lives on (without them DDP treats the module as multi-device and GPU 0 as the output)."""

@@ -58,7 +58,15 @@ def run_train(args: argparse.Namespace) -> int:
         card=card_for(cfg, args.command_line),
     )
     trainer.log(f"allocator: {allocator}")
-    state = trainer.train()
+    try:
+        state = trainer.train()
+    except RuntimeError as e:  # a rank that stopped answering: one line, not gloo's trace
+        from aiayn.runtime import distributed_failure
+
+        failure = distributed_failure(e, timeout_minutes=cfg.run.dist_timeout_minutes)
+        if failure is None:
+            raise
+        raise failure from None
     if state.best_valid is None:
         best = "no validation"
     else:
