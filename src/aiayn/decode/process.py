@@ -37,6 +37,9 @@ R = TypeVar("R")
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
+LIVENESS_CHECK_S = 1.0  # while waiting for an answer, how often to check the process lives
+
+
 class DecoderCrashed(AiaynError):
     """The decoding process ended while it had a batch (killed, out of memory)."""
 
@@ -65,7 +68,7 @@ class TranslatorProcess:
         AiaynError: the process could not load the model.
         """
         try:
-            kind, payload = self._conn.recv()
+            kind, payload = self._receive()
         except EOFError:
             raise AiaynError(f"{self.spec.model}: the decoding process failed to start") from None
         if kind != "ready":
@@ -110,7 +113,7 @@ class TranslatorProcess:
     def _ask(self, request: tuple) -> Any:
         try:
             self._conn.send(request)
-            kind, payload = self._conn.recv()
+            kind, payload = self._receive()
         except (EOFError, OSError):
             self._restart()
             raise DecoderCrashed("the decoding process ended unexpectedly; retry") from None
@@ -119,6 +122,16 @@ class TranslatorProcess:
         if kind == "error":
             raise RuntimeError(payload)
         return payload
+
+    def _receive(self) -> tuple[str, Any]:
+        """The process's next answer; EOFError as soon as the process is gone (even where a
+        copy of its end of the pipe outlives it, and the pipe would never say so)."""
+        while not self._conn.poll(LIVENESS_CHECK_S):
+            if not self._process.is_alive():
+                if self._conn.poll(0):  # it answered, then ended
+                    break
+                raise EOFError("the decoding process ended")
+        return self._conn.recv()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
