@@ -122,27 +122,41 @@ def run(args: argparse.Namespace) -> int:
         suggestions=args.suggestions,
         cors_origins=tuple(args.cors),
     )
-    _check_address(args.host, args.port)
+    listener = _listen(args.host, args.port)
+    port = listener.getsockname()[1]  # the real one, also for --port 0
     app = create_app(settings, on_stop=lambda summary: log(f"stopped: {summary}"))
     log(
-        f"serving {', '.join(args.model)} on http://{args.host}:{args.port}/ ({device}, {workers} "
+        f"serving {', '.join(args.model)} on http://{args.host}:{port}/ ({device}, {workers} "
         f"worker(s) of {threads} thread(s))"
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    with listener:
+        server.run(sockets=[listener])
+    if not server.started:
+        raise UsageError(f"the server on {args.host}:{port} did not start")
     return 0
 
 
-def _check_address(host: str, port: int) -> None:
-    """A clear error now for an address that cannot be listened on (uvicorn's own comes as
-    a log line after the model has loaded)."""
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before the model loads, so that an address that cannot be
+    listened on is a clear error at once (uvicorn's own comes as a log line after the model
+    has loaded), and so that ``--port 0`` (a free port) is known and printed.
+
+    Raises:
+        UsageError: the host is unknown, or the address is taken or not allowed.
+    """
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:
         raise UsageError(f"--host {host}: {e.strerror}") from None
     family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as e:
-            raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as e:
+        listener.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    listener.set_inheritable(False)
+    return listener

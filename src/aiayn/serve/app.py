@@ -51,6 +51,7 @@ def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = 
         allow_methods=["*"],
         allow_headers=["*"],
     )
+    app.add_middleware(HeadAsGet)
     _install_error_handlers(app, service)
 
     @app.get("/health")
@@ -59,6 +60,28 @@ def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = 
 
     service.install(app)
     return app
+
+
+class HeadAsGet:
+    """Answers ``HEAD`` wherever ``GET`` is answered: the same status and headers, no body
+    (HTTP's rule; monitors and ``curl -I`` send HEAD)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def open_service(settings: ServeSettings) -> Service:

@@ -4,7 +4,7 @@ implements. The app and the API modules import this module; it imports none of t
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, get_args, runtime_checkable
@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from aiayn.decode.stepper import Precision
 from aiayn.errors import AiaynError
 from aiayn.runtime import resolve_precision
+from aiayn.serve.checks import BadRequest, optional_key, parse_json
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +43,34 @@ class ServeSettings:
     api_keys: frozenset[str] | None = None  # None: no key needed
     suggestions: str | None = None  # a file /suggest appends to; None: /suggest is refused
     cors_origins: tuple[str, ...] = ("*",)
+
+    def __post_init__(self) -> None:
+        """Refuse settings no server could answer with (``aiayn serve`` checks its options
+        the same way).
+
+        Raises:
+            AiaynError: naming the field and what it must be.
+        """
+        for name in ("workers", "threads", "batch_tokens", "queue_size", "char_limit", "beam"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise AiaynError(f"ServeSettings.{name} must be a whole number >= 1, got {value!r}")
+        for name in ("max_alternatives", "max_len_b", "max_tokens_limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise AiaynError(f"ServeSettings.{name} must be a whole number >= 0, got {value!r}")
+        for name, low in (("timeout", 0.0), ("max_wait_ms", 0.0), ("alpha", 0.0)):
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if (
+                not number
+                or not math.isfinite(value)
+                or value < low
+                or (name == "timeout" and value == 0)
+            ):
+                raise AiaynError(
+                    f"ServeSettings.{name} must be a finite number >= 0, got {value!r}"
+                )
 
 
 class ApiError(AiaynError):
@@ -87,7 +116,9 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise AiaynError(f"{path}: cannot read the API keys ({e})") from None
-    keys = frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    keys = frozenset(
+        line.strip() for line in lines if line.strip() and not line.strip().startswith("#")
+    )
     if not keys:
         raise AiaynError(f"{path}: no API key in the file")
     return keys
@@ -112,25 +143,45 @@ async def request_values(request: Request) -> dict[str, Any]:
     """
     values: dict[str, Any] = dict(request.query_params)
     kind = request.headers.get("content-type", "")
-    if "json" in kind:
+    if "json" in kind or "text/plain" in kind or not kind:
         raw = await request.body()
-        if raw.strip():
-            try:
-                data = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as e:
-                raise ApiError(400, f"Invalid request: the body is not JSON ({e})") from None
-            if not isinstance(data, dict):
-                raise ApiError(400, "Invalid request: the JSON body must be an object")
-            values.update(data)
+        if raw.strip() and ("json" in kind or raw.lstrip()[:1] == b"{"):
+            values.update(_json_object(raw))
+        elif raw.strip():
+            raise ApiError(
+                400, f"Invalid request: send JSON (Content-Type: application/json), got {kind!r}"
+            )
     elif "form" in kind:
-        form = await request.form()
-        for key in form:
-            found = form.getlist(key)
-            values[key] = found[0] if len(found) == 1 else found
+        try:
+            form = await request.form()
+        except Exception as e:  # multipart parser errors have no common base
+            raise ApiError(400, f"Invalid request: unreadable form ({type(e).__name__})") from None
+        keys = list(form)
+        if len(keys) == 1 and keys[0].lstrip().startswith("{") and not form[keys[0]]:
+            values.update(_json_object(keys[0]))  # curl -d '{...}': JSON sent as a form
+        else:
+            for key in keys:
+                found = form.getlist(key)
+                values[key] = found[0] if len(found) == 1 else found
     return values
 
 
-def check_key(settings: ServeSettings, key: str | None) -> None:
-    """Raise 403 unless ``key`` is one of the server's keys (when it has any)."""
+def _json_object(raw: bytes | str) -> dict[str, Any]:
+    try:
+        data = parse_json(raw)
+    except BadRequest as e:
+        raise ApiError(400, str(e)) from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "Invalid request: the JSON body must be an object")
+    return data
+
+
+def check_key(settings: ServeSettings, key: Any) -> None:
+    """Raise 403 unless ``key`` is one of the server's keys (when it has any); 400 when it
+    is not a string."""
+    try:
+        key = optional_key(key)
+    except BadRequest as e:
+        raise ApiError(400, str(e)) from None
     if settings.api_keys is not None and key not in settings.api_keys:
         raise ApiError(403, "Invalid API key")

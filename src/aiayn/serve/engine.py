@@ -26,6 +26,7 @@ thread, each new token handed to the request's callback as soon as it is chosen 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -265,8 +266,11 @@ class TranslationEngine:
         try:
             results = decoder.translate(texts, jobs[0].options, target_token=jobs[0].target_token)
         except Exception as e:
-            for job in jobs:
-                job.finish(error=e)
+            if len(jobs) == 1:
+                jobs[0].finish(error=e)
+                return
+            for job in jobs:  # one request's fault must not fail the others: each alone
+                self._decode(decoder, [job])
             return
         start = 0
         for job in jobs:
@@ -298,7 +302,10 @@ class Generation:
 
 
 class LanguageModelEngine:
-    """A language model behind a queue; each worker generates one request at a time."""
+    """A language model behind a queue; each worker generates one request at a time.
+
+    A worker ends a request that fails with the error, never itself; a worker that ends
+    anyway (a bug) is replaced at the next submission, and ``restarted`` counts it."""
 
     def __init__(self, model, tokenizer, *, workers: int = 1, queue_size: int = 64):
         self.model = model
@@ -307,16 +314,33 @@ class LanguageModelEngine:
         self._accepting = True
         self._counting = threading.Lock()
         self.completed = 0  # generations ended, stopped early or failed included
-        self._threads = [
-            threading.Thread(target=self._run, name=f"aiayn-generate-{i}", daemon=True)
-            for i in range(workers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self.restarted = 0  # workers replaced after ending unexpectedly
+        self._threads = [self._start(i) for i in range(workers)]
+
+    def _start(self, number: int) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name=f"aiayn-generate-{number}", daemon=True)
+        thread.start()
+        return thread
+
+    def replace_dead_workers(self) -> int:
+        """Start a new worker for each that ended while the engine runs; how many."""
+        dead = 0
+        for i, thread in enumerate(self._threads):
+            if self._accepting and not thread.is_alive():
+                self._threads[i] = self._start(i)
+                dead += 1
+        with self._counting:
+            self.restarted += dead
+        return dead
+
+    @property
+    def alive(self) -> int:
+        return sum(thread.is_alive() for thread in self._threads)
 
     def submit(self, generation: Generation) -> None:
         if not self._accepting:
             raise ShuttingDown("the server is shutting down")
+        self.replace_dead_workers()
         try:
             self._queue.put_nowait(generation)
         except queue.Full:
@@ -332,8 +356,10 @@ class LanguageModelEngine:
 
     def _run(self) -> None:
         while (job := self._queue.get()) is not None:
-            generator = torch.Generator().manual_seed(job.seed) if job.seed is not None else None
             try:
+                generator = None
+                if job.seed is not None:
+                    generator = torch.Generator().manual_seed(job.seed)
                 generate(
                     self.model,
                     job.prompt,
@@ -345,8 +371,14 @@ class LanguageModelEngine:
                     on_token=job.on_token,
                 )
             except Exception as e:
-                job.on_end(e)
+                _end(job, e)
             else:
-                job.on_end(None)
+                _end(job, None)
             with self._counting:
                 self.completed += 1
+
+
+def _end(job: Generation, error: BaseException | None) -> None:
+    """Tell the request it ended; a callback that fails must not end the worker."""
+    with contextlib.suppress(Exception):
+        job.on_end(error)

@@ -31,6 +31,8 @@ from aiayn.data.tokenizer_files import load_tokenizers
 from aiayn.decode.process import DecoderCrashed, DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError
 from aiayn.errors import AiaynError
+from aiayn.serve import checks
+from aiayn.serve.checks import visible
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.detect import LanguageIdentifier
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
@@ -48,6 +50,9 @@ LANGUAGE_NAMES = {
 FILE_FORMATS = (".txt",)  # /translate_file: text files
 KEPT_FILES = 256  # translated files kept for /download_file
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
+# The attention picture's characters (source and translation together) at most: its memory
+# grows with layers x heads x both lengths (2,800 characters once took 4.6 GB).
+ATTENTION_CHAR_LIMIT = 600
 
 
 class TranslatedFiles:
@@ -382,19 +387,20 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         values = await request_values(request)
         check_key(settings, values.get("api_key"))
         texts = _texts(values, settings.char_limit)
-        source = str(values.get("source") or "auto")
-        target = values.get("target")
+        source = _word(values, "source") or "auto"
+        target = _word(values, "target")
         if not target:
             raise ApiError(400, "Invalid request: missing target parameter")
         detected = None
         if source == "auto":
-            language, confidence = service.source_of("\n".join(texts), str(target))
+            language, confidence = service.source_of("\n".join(texts), target)
             detected = {"confidence": confidence, "language": language}
-        pair, token = service.route(detected["language"] if detected else source, str(target))
-        text_format = str(values.get("format") or "text")
+        pair, token = service.route(detected["language"] if detected else source, target)
+        text_format = _word(values, "format") or "text"
         if text_format not in ("text", "html"):
             raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
+        texts = [t if visible(t) else "" for t in texts]  # zero-width only: nothing to translate
         options = dataclasses.replace(_options(settings, alternatives + 1), format=text_format)
         found = await service.translate(pair, texts, options, token)
         answers = [[h.text for h in hyps] for hyps in found]
@@ -412,10 +418,16 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
     async def attention(request: Request, q: str = "", translation: str = "") -> Response:
         values = request.query_params
         check_key(settings, values.get("api_key"))
-        if not q.strip() or not translation.strip():
+        q, translation = _checked_text(q, "q"), _checked_text(translation, "translation")
+        if not visible(q) or not visible(translation):
             raise ApiError(400, "Invalid request: give q and its translation")
-        if len(q) + len(translation) > settings.char_limit:
-            raise ApiError(400, f"Invalid request: longer than {settings.char_limit} characters")
+        limit = min(settings.char_limit, ATTENTION_CHAR_LIMIT)
+        if len(q) + len(translation) > limit:
+            raise ApiError(
+                400,
+                f"Invalid request: q and translation are longer than {limit} characters "
+                "together (an attention picture's memory grows with both lengths)",
+            )
         first = service.first
         pair, _ = service.route(
             values.get("source", first.source), values.get("target", first.target)
@@ -486,17 +498,28 @@ def _texts(values: dict[str, Any], char_limit: int) -> list[str]:
     size = sum(len(t) for t in texts)
     if size > char_limit:
         raise ApiError(400, f"Invalid request: request ({size}) exceeds text limit ({char_limit})")
-    return texts
+    return [_checked_text(t, "q") for t in texts]
+
+
+def _checked_text(value: Any, name: str) -> str:
+    try:
+        return checks.text(value, name)
+    except checks.BadRequest as e:
+        raise ApiError(400, str(e)) from None
+
+
+def _word(values: dict[str, Any], name: str) -> str:
+    """A short string parameter (a language code, a format)."""
+    value = values.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApiError(400, f"Invalid request: {name} must be a string, got {type(value).__name__}")
+    return _checked_text(value, name).strip()
 
 
 def _integer(values: dict[str, Any], name: str, low: int, high: int) -> int:
-    raw = values.get(name, low)
     try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise ApiError(
-            400, f"Invalid request: {name} must be a whole number, got {raw!r}"
-        ) from None
-    if not low <= value <= high:
-        raise ApiError(400, f"Invalid request: {name} must be {low} to {high}, got {value}")
-    return value
+        return checks.whole_number(values, name, low, minimum=low, maximum=high)
+    except checks.BadRequest as e:
+        raise ApiError(400, str(e)) from None

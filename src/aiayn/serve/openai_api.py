@@ -29,6 +29,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from aiayn.decode import load_language_model
 from aiayn.errors import AiaynError
+from aiayn.serve import checks
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
@@ -94,7 +95,12 @@ class OpenAICompletions:
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
     def health(self) -> dict[str, Any]:
-        return {"completions": self.engine.completed}
+        self.engine.replace_dead_workers()
+        return {
+            "completions": self.engine.completed,
+            "workers": self.engine.alive,
+            "workers_restarted": self.engine.restarted,
+        }
 
     def close(self) -> None:
         self.engine.close()
@@ -249,9 +255,7 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
 
 async def _json_values(settings: ServeSettings, request: Request) -> dict[str, Any]:
     _check_bearer(settings, request)
-    if "json" not in request.headers.get("content-type", ""):
-        raise ApiError(400, "the body must be JSON")
-    return await request_values(request)
+    return await request_values(request)  # JSON, also sent as text/plain or a bare form
 
 
 async def _collect(service: OpenAICompletions, run: _Run) -> tuple[str, _End]:
@@ -293,24 +297,36 @@ async def _events(
     include_usage = params["include_usage"]
     usage_field = {"usage": None} if include_usage else {}
     first = True
+    name = _answer_id(kind)  # every chunk of one generation carries its id
+    deadline = time.monotonic() + service.settings.timeout
     try:
         if kind == "chat.completion.chunk":  # the role comes first, as OpenAI sends it
-            yield _sse(_answer(service, kind, [chunk("", None, True)], **usage_field))
+            yield _sse(_answer(service, kind, [chunk("", None, True)], name=name, **usage_field))
             first = False
         while True:
-            item = await run.out.get()
-            if isinstance(item, _End):
-                reason = "stop" if item.reason.startswith("error") else item.reason
-                yield _sse(_answer(service, kind, [chunk(None, reason, first)], **usage_field))
-                if include_usage:
-                    usage = _usage(run.prompt_tokens, item.tokens)
-                    yield _sse(_answer(service, kind, [], usage=usage))
+            try:
+                item = await asyncio.wait_for(
+                    run.out.get(), max(deadline - time.monotonic(), 0.001)
+                )
+            except TimeoutError:  # bounded like any request: say so, and end the stream
+                message = f"Timed out after {service.settings.timeout:g}s"
+                yield _sse(service.error_body(503, message, "timeout"))
                 yield "data: [DONE]\n\n"
                 return
-            yield _sse(_answer(service, kind, [chunk(item, None, first)], **usage_field))
+            if isinstance(item, _End):
+                reason = "stop" if item.reason.startswith("error") else item.reason
+                yield _sse(
+                    _answer(service, kind, [chunk(None, reason, first)], name=name, **usage_field)
+                )
+                if include_usage:
+                    usage = _usage(run.prompt_tokens, item.tokens)
+                    yield _sse(_answer(service, kind, [], name=name, usage=usage))
+                yield "data: [DONE]\n\n"
+                return
+            yield _sse(_answer(service, kind, [chunk(item, None, first)], name=name, **usage_field))
             first = False
     finally:
-        cancelled.set()  # a client that went away stops the generation
+        cancelled.set()  # a client that went away (or a time-out) stops the generation
 
 
 def _sse(body: dict[str, Any]) -> str:
@@ -332,11 +348,20 @@ _IDS = {
 }
 
 
+def _answer_id(kind: str) -> str:
+    return f"{_IDS[kind]}-{uuid.uuid4().hex[:24]}"
+
+
 def _answer(
-    service: OpenAICompletions, kind: str, choices: list[dict], **fields: Any
+    service: OpenAICompletions,
+    kind: str,
+    choices: list[dict],
+    *,
+    name: str | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     return {
-        "id": f"{_IDS[kind]}-{uuid.uuid4().hex[:24]}",
+        "id": name or _answer_id(kind),
         "object": kind,
         "created": int(time.time()),
         "model": service.name,
@@ -354,6 +379,10 @@ def _parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, An
         or not all(isinstance(p, str) and p for p in prompts)
     ):
         raise ApiError(400, "prompt must be a non-empty string or a list of them")
+    if sum(len(p) for p in prompts) > settings.char_limit:
+        raise ApiError(400, f"prompt: longer than {settings.char_limit} characters")
+    for prompt in prompts:
+        _checked(prompt, "prompt")
     for name, allowed in UNSUPPORTED.items():
         if values.get(name) not in allowed:
             raise ApiError(400, f"{name} is not supported")
@@ -391,49 +420,50 @@ def _messages(raw: Any) -> list[dict[str, str]]:
             content = "".join(str(p.get("text", "")) for p in content)
         if not isinstance(content, str):
             raise ApiError(400, f"messages[{i}].content must be text")
-        messages.append({"role": message["role"], "content": content})
+        messages.append(
+            {"role": message["role"], "content": _checked(content, f"messages[{i}].content")}
+        )
     return messages
 
 
 def _sampling(values: dict[str, Any], settings: ServeSettings, limit: str) -> dict[str, Any]:
     """What both endpoints take: ``n`` (1), ``stop``, ``seed``, the length limit, sampling
     and streaming."""
-    if values.get("n", 1) not in (1, None):
-        raise ApiError(400, "n: only 1 is supported")
     stop = values.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
         raise ApiError(400, "stop must be a string or a list of strings")
-    seed = values.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-        raise ApiError(400, f"seed must be a whole number >= 0, got {seed!r}")
-    stream = bool(values.get("stream", False))
-    options = values.get("stream_options")
-    if options is not None and (not isinstance(options, dict) or not stream):
-        raise ApiError(400, "stream_options: an object, only with stream")
-    return {
-        "max_tokens": _number(values, limit, 16, 0, settings.max_tokens_limit, whole=True),
-        "temperature": _number(values, "temperature", 1.0, 0.0, 2.0),
-        "top_p": _number(values, "top_p", 1.0, 1e-9, 1.0),
-        "seed": seed,
-        "stop": stop,
-        "stream": stream,
-        "include_usage": bool((options or {}).get("include_usage", False)),
-    }
+    try:
+        if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000) != 1:
+            raise ApiError(400, "n: only 1 is supported")
+        for text in stop:
+            checks.text(text, "stop")
+        stream = checks.boolean(values, "stream")
+        options = values.get("stream_options")
+        if options is not None and (not isinstance(options, dict) or not stream):
+            raise ApiError(400, "stream_options: an object, only with stream")
+        return {
+            "max_tokens": checks.whole_number(
+                values, limit, 16, minimum=0, maximum=settings.max_tokens_limit
+            ),
+            "temperature": checks.finite_number(
+                values, "temperature", 1.0, minimum=0.0, maximum=2.0
+            ),
+            "top_p": checks.finite_number(values, "top_p", 1.0, minimum=1e-9, maximum=1.0),
+            "seed": checks.seed(values),
+            "stop": stop,
+            "stream": stream,
+            "include_usage": checks.boolean(options or {}, "include_usage"),
+        }
+    except checks.BadRequest as e:
+        raise ApiError(400, str(e).removeprefix("Invalid request: ")) from None
 
 
-def _number(values: dict, name: str, default, low, high, *, whole: bool = False):
-    value = values.get(name, default)
-    if value is None:
-        value = default
-    kinds = (int,) if whole else (int, float)
-    if not isinstance(value, kinds) or isinstance(value, bool) or not low <= value <= high:
-        raise ApiError(
-            400,
-            f"{name} must be {'a whole number ' if whole else ''}"
-            f"from {low:g} to {high:g}, got {value!r}",
-        )
-    return value
+def _checked(text: Any, name: str) -> str:
+    try:
+        return checks.text(text, name)
+    except checks.BadRequest as e:
+        raise ApiError(400, str(e).removeprefix("Invalid request: ")) from None
 
 
 def _check_bearer(settings: ServeSettings, request: Request) -> None:

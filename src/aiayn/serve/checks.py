@@ -1,0 +1,162 @@
+"""Reading a request's values without trusting them: JSON of bounded depth, whole numbers that
+are whole (``1.9`` and ``Infinity`` are refused, never truncated or overflowed), finite numbers,
+booleans that mean what they say (``"false"`` is false), text that is valid Unicode (a lone
+surrogate cannot be encoded, so it is refused before it reaches a batch), and keys that are
+strings. Each check raises ``BadRequest`` with a message naming the field; the app answers
+it with 400 in the API's own error shape.
+
+Imports nothing from the rest of ``serve``, so every route module may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from typing import Any
+
+from aiayn.errors import AiaynError
+
+MAX_JSON_DEPTH = 32  # nesting a request body may have; deeper is refused before parsing
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes at most this
+
+
+class BadRequest(AiaynError):
+    """A request value of the wrong type, out of range, or not valid text (HTTP 400)."""
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """A JSON body, refused (not parsed) when nested deeper than ``MAX_JSON_DEPTH``.
+
+    Raises:
+        BadRequest: not JSON, not UTF-8, or nested too deep.
+    """
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadRequest(f"Invalid request: the body is not UTF-8 ({e.reason})") from None
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise BadRequest(f"Invalid request: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise BadRequest(f"Invalid request: the body is not JSON ({e})") from None
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text (brackets inside strings are not
+    counted); linear, with no recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def whole_number(
+    values: dict[str, Any], name: str, default: int, *, minimum: int, maximum: int
+) -> int:
+    """``values[name]`` as a whole number in [minimum, maximum] (``default`` when absent);
+    a form's or query's ``"3"`` counts, ``1.9``, ``true`` and ``Infinity`` do not."""
+    value = values.get(name)
+    if value is None or value == "":
+        return default
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise BadRequest(
+                f"Invalid request: {name} must be a whole number, got {value!r}"
+            ) from None
+    elif isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"Invalid request: {name} must be a whole number, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"Invalid request: {name} must be {minimum} to {maximum}, got {value}")
+    return value
+
+
+def finite_number(
+    values: dict[str, Any], name: str, default: float, *, minimum: float, maximum: float
+) -> float:
+    """``values[name]`` as a finite number in [minimum, maximum] (``default`` when absent)."""
+    value = values.get(name)
+    if value is None or value == "":
+        return default
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise BadRequest(f"Invalid request: {name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRequest(f"Invalid request: {name} must be a number, got {value!r}")
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        raise BadRequest(
+            f"Invalid request: {name} must be a number from {minimum:g} to {maximum:g}, "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
+TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
+
+
+def boolean(values: dict[str, Any], name: str, default: bool = False) -> bool:
+    """``values[name]`` as a boolean: JSON's true/false, or a form's ``"true"``/``"false"``."""
+    value = values.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in TRUE + FALSE:
+        return value.strip().lower() in TRUE
+    raise BadRequest(f"Invalid request: {name} must be true or false, got {value!r}")
+
+
+def text(value: Any, name: str) -> str:
+    """A string that is valid Unicode (no lone surrogate: it could never be encoded)."""
+    if not isinstance(value, str):
+        raise BadRequest(f"Invalid request: {name} must be text, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadRequest(
+            f"Invalid request: {name} holds a lone surrogate (U+{ord(value[e.start]):04X} at "
+            f"character {e.start}), not valid Unicode"
+        ) from None
+    return value
+
+
+def visible(value: str) -> str:
+    """``value`` without format characters (zero-width spaces and joiners, BOMs, direction
+    marks) and surrounding whitespace: empty when nothing in it could be translated."""
+    return "".join(c for c in value if unicodedata.category(c) != "Cf").strip()
+
+
+def optional_key(value: Any, name: str = "api_key") -> str | None:
+    """An API key: a string, or absent."""
+    if value is None or isinstance(value, str):
+        return value
+    raise BadRequest(f"Invalid request: {name} must be a string, got {type(value).__name__}")
+
+
+def seed(values: dict[str, Any], name: str = "seed") -> int | None:
+    """A sampling seed: absent, or a whole number from 0 to 2**64 - 1."""
+    if values.get(name) is None:
+        return None
+    return whole_number(values, name, 0, minimum=0, maximum=MAX_SEED)

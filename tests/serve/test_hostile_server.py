@@ -1,0 +1,466 @@
+"""The server under hostile clients: every request that is wrong gets a 4xx with a message that
+says why (never a 500, never a traceback, never a silently wrong answer), a bad request never
+fails the requests decoded with it, a worker that dies is replaced, and 32 clients mixing
+hostile requests into good ones all get their right answers with bounded memory.
+
+Each parametrised case is (name, method, path, request keywords, expected status, words).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ENV, SENTENCES, children, expected_translations, httpx
+
+GOOD = {"q": "the dog runs", "source": "en", "target": "de"}
+JSON = {"content-type": "application/json"}
+
+
+def _raw(text: str) -> dict:
+    """A body sent as these exact characters (JSON that ``json=`` could not write)."""
+    return {"content": text.encode("utf-8", "surrogatepass"), "headers": JSON}
+
+
+class PortZeroServer:
+    """``aiayn serve --port 0``: the port it prints is the one it listens on."""
+
+    def __init__(self, model: Path, *options: str):
+        argv = [sys.executable, "-m", "aiayn", "serve", "--model", str(model), "--port", "0"]
+        self.proc = subprocess.Popen([*argv, *options], env=ENV, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found and found.group(1) != "0", line
+        self.url = f"http://127.0.0.1:{found.group(1)}"
+        deadline = time.monotonic() + 120
+        while True:
+            assert self.proc.poll() is None, self.proc.stderr.read()
+            try:
+                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
+        self._drain.start()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=60)
+        assert self.proc.returncode in (0, -signal.SIGTERM)
+
+
+@pytest.fixture(scope="module")
+def translator_server(en_de):
+    s = PortZeroServer(en_de, "--workers", "2", "--timeout", "20")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def lm_server(lm_dir):
+    s = PortZeroServer(lm_dir, "--workers", "1", "--timeout", "20")
+    yield s
+    s.stop()
+
+
+LIBRETRANSLATE_CASES = [
+    (
+        "lone surrogate in q",
+        "POST",
+        "/translate",
+        _raw('{"q": "\\ud800", "target": "de"}'),
+        400,
+        "lone surrogate",
+    ),
+    (
+        "lone surrogate in a list",
+        "POST",
+        "/translate",
+        _raw('{"q": ["fine", "x\\udfff"], "target": "de"}'),
+        400,
+        "lone surrogate",
+    ),
+    (
+        "alternatives Infinity",
+        "POST",
+        "/translate",
+        _raw('{"q": "dog", "target": "de", "alternatives": Infinity}'),
+        400,
+        "whole number",
+    ),
+    (
+        "alternatives NaN",
+        "POST",
+        "/translate",
+        _raw('{"q": "dog", "target": "de", "alternatives": NaN}'),
+        400,
+        "whole number",
+    ),
+    (
+        "alternatives 1.9",
+        "POST",
+        "/translate",
+        {"json": {"q": "dog", "target": "de", "alternatives": 1.9}},
+        400,
+        "whole number",
+    ),
+    (
+        "alternatives true",
+        "POST",
+        "/translate",
+        {"json": {"q": "dog", "target": "de", "alternatives": True}},
+        400,
+        "whole number",
+    ),
+    (
+        "JSON 100,000 deep",
+        "POST",
+        "/translate",
+        _raw('{"q": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        400,
+        "nested deeper",
+    ),
+    (
+        "api_key a list",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "api_key": ["k"]}},
+        400,
+        "api_key must be a string",
+    ),
+    (
+        "api_key an object",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "api_key": {"k": 1}}},
+        400,
+        "api_key must be a string",
+    ),
+    (
+        "source a list",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "source": ["en"]}},
+        400,
+        "source must be a string",
+    ),
+    (
+        "target a number",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "target": 7}},
+        400,
+        "target must be a string",
+    ),
+    (
+        "body not UTF-8",
+        "POST",
+        "/translate",
+        {"content": b"\xff\xfe{", "headers": JSON},
+        400,
+        "not UTF-8",
+    ),
+    (
+        "JSON as text/plain",
+        "POST",
+        "/translate",
+        {"content": json.dumps(GOOD), "headers": {"content-type": "text/plain"}},
+        200,
+        "translatedText",
+    ),
+    (
+        "JSON as curl's form type",
+        "POST",
+        "/translate",
+        {
+            "content": json.dumps(GOOD),
+            "headers": {"content-type": "application/x-www-form-urlencoded"},
+        },
+        200,
+        "translatedText",
+    ),
+    (
+        "XML as text/plain",
+        "POST",
+        "/translate",
+        {"content": "<q>dog</q>", "headers": {"content-type": "text/plain"}},
+        400,
+        "send JSON",
+    ),
+    (
+        "zero-width q",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "q": "\u200b\u200c\ufeff"}},
+        200,
+        '"translatedText":""',
+    ),
+    (
+        "attention picture over its own limit",
+        "GET",
+        "/attention.png",
+        {"params": {"q": "the dog runs " * 40, "translation": "x"}},
+        400,
+        "longer than",
+    ),
+    ("detect with a surrogate", "POST", "/detect", _raw('{"q": "\\ud800"}'), 400, "lone surrogate"),
+    ("HEAD /health", "HEAD", "/health", {}, 200, ""),
+    ("HEAD /languages", "HEAD", "/languages", {}, 200, ""),
+]
+
+OPENAI_CASES = [
+    ("seed 2**70", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": 2**70}}, 400,
+     "seed must be 0 to"),
+    ("seed -1", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": -1}}, 400, "seed"),
+    ("seed 1.5", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": 1.5}}, 400,
+     "whole number"),
+    ("max_tokens 2.5", "POST", "/v1/completions", {"json": {"prompt": "to", "max_tokens": 2.5}},
+     400, "max_tokens"),
+    ("max_tokens Infinity", "POST", "/v1/completions",
+     _raw('{"prompt": "to", "max_tokens": Infinity}'), 400, "max_tokens"),
+    ("temperature NaN", "POST", "/v1/completions", _raw('{"prompt": "to", "temperature": NaN}'),
+     400, "temperature"),
+    ("top_p Infinity", "POST", "/v1/completions", _raw('{"prompt": "to", "top_p": Infinity}'),
+     400, "top_p"),
+    ("stream 'maybe'", "POST", "/v1/completions", {"json": {"prompt": "to", "stream": "maybe"}},
+     400, "stream must be true or false"),
+    ("prompt with a lone surrogate", "POST", "/v1/completions", _raw('{"prompt": "\\udc80"}'),
+     400, "lone surrogate"),
+    ("prompt a list of numbers", "POST", "/v1/completions", {"json": {"prompt": [1, 2]}}, 400,
+     "prompt"),
+    ("n 2", "POST", "/v1/completions", {"json": {"prompt": "to", "n": 2}}, 400, "n: only 1"),
+    ("JSON 100,000 deep", "POST", "/v1/completions",
+     _raw('{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}"), 400, "nested deeper"),
+    ("stream 'false' does not stream", "POST", "/v1/completions",
+     {"json": {"prompt": "to be", "max_tokens": 3, "stream": "false"}}, 200, '"text_completion"'),
+    ("models.retrieve of another name", "GET", "/v1/models/gpt-4", {}, 404, "does not exist"),
+    ("HEAD /v1/models", "HEAD", "/v1/models", {}, 200, ""),
+]  # fmt: skip
+
+
+def _check(url: str, method: str, path: str, kwargs: dict, status: int, words: str) -> None:
+    response = httpx.request(method, url + path, timeout=60, **kwargs)
+    assert response.status_code == status, response.text[:300]
+    assert "Traceback" not in response.text and words in response.text, response.text[:300]
+    if method == "HEAD":
+        assert response.content == b""
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "words"),
+    [c[1:] for c in LIBRETRANSLATE_CASES],
+    ids=[c[0] for c in LIBRETRANSLATE_CASES],
+)
+def test_libretranslate_routes_answer_hostile_requests_clearly(
+    translator_server, method, path, kwargs, status, words
+):
+    _check(translator_server.url, method, path, kwargs, status, words)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "words"),
+    [c[1:] for c in OPENAI_CASES],
+    ids=[c[0] for c in OPENAI_CASES],
+)
+def test_openai_routes_answer_hostile_requests_clearly(
+    lm_server, method, path, kwargs, status, words
+):
+    _check(lm_server.url, method, path, kwargs, status, words)
+
+
+def test_the_language_model_server_survives_its_clients(lm_server, lm_dir):
+    """After every hostile case: the model is retrieved by name, a stream's chunks share one
+    id, completions still come, and no worker died."""
+    name = Path(lm_dir).resolve().name
+    assert httpx.get(lm_server.url + f"/v1/models/{name}").json()["id"] == name
+    body = {"prompt": "to be", "max_tokens": 6, "stream": True, "temperature": 0.0}
+    with httpx.stream("POST", lm_server.url + "/v1/completions", json=body, timeout=60) as r:
+        events = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    ids = {json.loads(e)["id"] for e in events[:-1]}
+    assert len(events) > 2 and len(ids) == 1
+    for seed in (0, 2**64 - 1):
+        done = httpx.post(
+            lm_server.url + "/v1/completions",
+            json={"prompt": "to be", "max_tokens": 3, "seed": seed},
+            timeout=60,
+        )
+        assert done.status_code == 200, done.text
+    health = httpx.get(lm_server.url + "/health").json()
+    assert health["workers"] == 1 and health["workers_restarted"] == 0
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children, in MiB."""
+    total = 0
+    for p in [pid, *children(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+HOSTILE = [
+    _raw('{"q": "\\ud800 dog", "source": "en", "target": "de"}'),
+    _raw('{"q": "dog", "target": "de", "alternatives": Infinity}'),
+    _raw('{"q": ' + "[" * 5000 + "]" * 5000 + "}"),
+    {"json": {**GOOD, "api_key": ["x"]}},
+    {"json": {"q": "d" * 6000, "target": "de"}},
+]
+
+
+def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
+    """A few seconds of 32 clients, one request in four hostile, a decoding process killed
+    half-way: every good request gets its translation (or, for the batch the killed process
+    held, a clean 503 to retry), every hostile one its 400, and memory stays bounded."""
+    url = translator_server.url
+    expected = dict(zip(SENTENCES, expected_translations(en_de, SENTENCES), strict=True))
+    before = _rss_mb(translator_server.proc.pid)
+    stop = time.monotonic() + 4.0
+    outcomes: dict[str, int] = {"good": 0, "hostile": 0, "retry": 0}
+    wrong: list[str] = []
+    lock = threading.Lock()
+
+    def client(number: int) -> None:
+        with httpx.Client(timeout=60) as http:
+            i = 0
+            while time.monotonic() < stop:
+                i += 1
+                if (number + i) % 4 == 0:
+                    r = http.post(url + "/translate", **HOSTILE[(number + i) % len(HOSTILE)])
+                    ok, kind = r.status_code == 400 and "error" in r.json(), "hostile"
+                else:
+                    text = SENTENCES[(number + i) % len(SENTENCES)]
+                    r = http.post(url + "/translate", json={**GOOD, "q": text})
+                    if r.status_code == 503 and "retry" in r.text:
+                        ok, kind = True, "retry"
+                    else:
+                        ok, kind = (
+                            r.status_code == 200 and (r.json()["translatedText"] == expected[text]),
+                            "good",
+                        )
+                with lock:
+                    outcomes[kind] += 1
+                    if not ok:
+                        wrong.append(f"{r.status_code} {r.text[:200]}")
+
+    def kill_one_decoder() -> None:
+        time.sleep(2.0)
+        decoders = [
+            p
+            for p in children(translator_server.proc.pid)
+            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        os.kill(decoders[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_one_decoder)
+    killer.start()
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        list(pool.map(client, range(32)))
+    killer.join()
+    after = _rss_mb(translator_server.proc.pid)
+    assert wrong == []
+    assert outcomes["good"] > 32 and outcomes["hostile"] > 8, outcomes
+    assert outcomes["retry"] <= 32, outcomes  # at most the batch the killed process held
+    assert after < before + 400, (before, after)
+    r = httpx.post(url + "/translate", json=GOOD, timeout=60)
+    assert r.json()["translatedText"] == expected[GOOD["q"]]
+
+
+# -- the engines, directly ---------------------------------------------------------------
+
+
+class _Picky:
+    """A decoder that fails any batch holding the text "BAD" (as one bad input would)."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def translate(self, texts, options, *, target_token=None):
+        from aiayn.decode.translator import Translation
+
+        self.batches.append(list(texts))
+        if texts == ["slow"]:
+            time.sleep(0.5)  # the others queue meanwhile, and are taken as one batch
+        if "BAD" in texts:
+            raise ValueError("cannot decode BAD")
+        return [[Translation(t.upper(), 0.0, [])] for t in texts]
+
+    def call(self, task, *args):
+        return task(None, *args)
+
+    def close(self) -> None:
+        pass
+
+
+def test_one_bad_request_never_fails_its_batch():
+    from aiayn.decode.translator import SearchOptions
+    from aiayn.serve.engine import TranslationEngine
+
+    decoder = _Picky()
+    engine = TranslationEngine([decoder], max_wait_ms=200.0)
+
+    async def main() -> list:
+        jobs = [
+            engine.translate([text], SearchOptions(beam=1), timeout=30)
+            for text in ("slow", "a", "BAD", "b", "c")
+        ]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    try:
+        results = asyncio.run(main())
+    finally:
+        engine.close()
+    assert [r[0][0].text for r in (results[1], results[3], results[4])] == ["A", "B", "C"]
+    assert isinstance(results[2], ValueError)
+    together = [b for b in decoder.batches if "BAD" in b and len(b) > 1]
+    assert together and ["BAD"] in decoder.batches  # batched together, then decoded apart
+
+
+def test_a_dead_generation_worker_is_replaced():
+    from aiayn.config import ModelConfig
+    from aiayn.models import build_model
+    from aiayn.serve.engine import Generation, LanguageModelEngine
+
+    cfg = ModelConfig(
+        src_vocab_size=0,
+        tgt_vocab_size=20,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_encoder_layers=0,
+        n_decoder_layers=1,
+        dropout=0.0,
+    )
+    engine = LanguageModelEngine(build_model(cfg).eval(), None, workers=1)
+    ended = threading.Event()
+
+    def die(_token: int) -> None:
+        raise SystemExit  # not an Exception: what no request handler catches
+
+    engine.submit(Generation([1], 3, 1.0, 1.0, None, die, lambda _e: ended.set()))
+    deadline = time.monotonic() + 30
+    while engine.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert engine.alive == 0
+    tokens: list[int] = []
+    engine.submit(Generation([1], 3, 1.0, 1.0, 2**64 - 1, tokens.append, lambda _e: ended.set()))
+    engine.close()
+    assert engine.restarted == 1 and len(tokens) == 3
