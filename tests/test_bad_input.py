@@ -925,6 +925,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("serve: --host unknown", NONE, [*SERVE, "--host", "no.such.host.invalid"], "--host"),
     ("serve: --api-keys missing", NONE, [*SERVE, "--api-keys", "{t}/keys"], "keys"),
     ("serve: --api-keys empty", no_keys, [*SERVE, "--api-keys", "{t}/keys"], "no API key"),
+    (
+        "serve: --api-keys, an indented comment only",
+        file_at("keys", "   # not a key\n"),
+        [*SERVE, "--api-keys", "{t}/keys"],
+        "no API key",
+    ),
     ("serve: --max-wait-ms -1", NONE, [*SERVE, "--max-wait-ms", "-1"], "--max-wait-ms"),
     ("serve: --queue-size 0", NONE, [*SERVE, "--queue-size", "0"], "--queue-size"),
     ("serve: two models, one pair", NONE, [*SERVE, "--model", "{w}/run/best"], "a second model"),

@@ -464,3 +464,34 @@ def test_a_dead_generation_worker_is_replaced():
     engine.submit(Generation([1], 3, 1.0, 1.0, 2**64 - 1, tokens.append, lambda _e: ended.set()))
     engine.close()
     assert engine.restarted == 1 and len(tokens) == 3
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"workers": 0}, "workers"),
+        ({"threads": -1}, "threads"),
+        ({"queue_size": 0}, "queue_size"),
+        ({"timeout": float("nan")}, "timeout"),
+        ({"timeout": 0}, "timeout"),
+        ({"char_limit": "5000"}, "char_limit"),
+        ({"alpha": float("inf")}, "alpha"),
+    ],
+)
+def test_settings_refuse_what_no_server_could_answer(change, words):
+    from aiayn.errors import AiaynError
+    from aiayn.serve.common import ServeSettings
+
+    with pytest.raises(AiaynError, match=words):
+        ServeSettings(models=("m",), **change)
+
+
+def test_api_key_files_ignore_indented_comments(tmp_path):
+    from aiayn.errors import AiaynError
+    from aiayn.serve.common import read_api_keys
+
+    (tmp_path / "keys").write_text("   # a comment\n\tsecret\n  #another\n")
+    assert read_api_keys(tmp_path / "keys") == frozenset({"secret"})
+    (tmp_path / "none").write_text("   # only a comment\n")
+    with pytest.raises(AiaynError, match="no API key"):
+        read_api_keys(tmp_path / "none")
