@@ -71,6 +71,27 @@ def translator_server(en_de):
 
 
 @pytest.fixture(scope="module")
+def lm_dir(tmp_path_factory) -> Path:
+    """A tiny trained language model (60 updates on one line of Hamlet)."""
+    from aiayn.cli import main
+    from aiayn.data.lm import prepare_lm
+
+    from ..train.conftest import write_toml
+
+    root = tmp_path_factory.mktemp("hostile-lm")
+    (root / "text.txt").write_text("to be, or not to be, that is the question.\n" * 40)
+    prepare_lm(root / "text.txt", root / "data")
+    config = {
+        "task": "lm",
+        "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
+        "data": {"dir": str(root / "data"), "block_size": 16, "batch_size": 8},
+        "run": {"dir": str(root / "run"), "max_updates": 60, "save_every": 60, "valid_every": 60},
+    }
+    assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
+    return root / "run" / "best"
+
+
+@pytest.fixture(scope="module")
 def lm_server(lm_dir):
     s = PortZeroServer(lm_dir, "--workers", "1", "--timeout", "20")
     yield s
@@ -327,7 +348,8 @@ HOSTILE = [
 
 
 def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
-    """A few seconds of 32 clients, one request in four hostile, a decoding process killed
+    """A few seconds of 32 clients (two requests each at least), one request in four
+    hostile, a decoding process killed
     half-way: every good request gets its translation (or, for the batch the killed process
     held, a clean 503 to retry), every hostile one its 400, and memory stays bounded."""
     url = translator_server.url
@@ -341,9 +363,9 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
     def client(number: int) -> None:
         with httpx.Client(timeout=60) as http:
             i = 0
-            while time.monotonic() < stop:
+            while i < 2 or time.monotonic() < stop:  # one hostile and one good at least
                 i += 1
-                if (number + i) % 4 == 0:
+                if i % 4 == 1:
                     r = http.post(url + "/translate", **HOSTILE[(number + i) % len(HOSTILE)])
                     ok, kind = r.status_code == 400 and "error" in r.json(), "hostile"
                 else:
@@ -377,7 +399,7 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
     killer.join()
     after = _rss_mb(translator_server.proc.pid)
     assert wrong == []
-    assert outcomes["good"] > 32 and outcomes["hostile"] > 8, outcomes
+    assert outcomes["good"] + outcomes["retry"] >= 32 and outcomes["hostile"] >= 32, outcomes
     assert outcomes["retry"] <= 32, outcomes  # at most the batch the killed process held
     assert after < before + 400, (before, after)
     r = httpx.post(url + "/translate", json=GOOD, timeout=60)

@@ -51,8 +51,8 @@ FILE_FORMATS = (".txt",)  # /translate_file: text files
 KEPT_FILES = 256  # translated files kept for /download_file
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
 # The attention picture's characters (source and translation together) at most: its memory
-# grows with layers x heads x both lengths (2,800 characters once took 4.6 GB).
-ATTENTION_CHAR_LIMIT = 600
+# grows with layers x heads x both lengths (2,800 characters once took 4.6 GB and a minute).
+ATTENTION_CHAR_LIMIT = 300
 
 
 class TranslatedFiles:
