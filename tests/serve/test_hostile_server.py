@@ -65,7 +65,7 @@ class PortZeroServer:
 
 @pytest.fixture(scope="module")
 def translator_server(en_de):
-    s = PortZeroServer(en_de, "--workers", "2", "--timeout", "20")
+    s = PortZeroServer(en_de, "--workers", "2", "--timeout", "120")
     yield s
     s.stop()
 
@@ -361,7 +361,7 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
     lock = threading.Lock()
 
     def client(number: int) -> None:
-        with httpx.Client(timeout=60) as http:
+        with httpx.Client(timeout=180) as http:
             i = 0
             while i < 2 or time.monotonic() < stop:  # one hostile and one good at least
                 i += 1
