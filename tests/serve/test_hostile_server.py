@@ -243,31 +243,41 @@ LIBRETRANSLATE_CASES = [
     ("HEAD /languages", "HEAD", "/languages", {}, 200, ""),
 ]
 
+
+def _ask(**fields) -> dict:
+    """A completion request for the served model (named by its directory, ``best``)."""
+    return {"json": {"model": "best", **fields}}
+
+
+def _ask_raw(fields: str) -> dict:
+    return _raw('{"model": "best", ' + fields + "}")
+
+
 OPENAI_CASES = [
-    ("seed 2**70", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": 2**70}}, 400,
+    ("seed 2**70", "POST", "/v1/completions", _ask(prompt="to be", seed=2**70), 400,
      "seed must be 0 to"),
-    ("seed -1", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": -1}}, 400, "seed"),
-    ("seed 1.5", "POST", "/v1/completions", {"json": {"prompt": "to be", "seed": 1.5}}, 400,
-     "whole number"),
-    ("max_tokens 2.5", "POST", "/v1/completions", {"json": {"prompt": "to", "max_tokens": 2.5}},
-     400, "max_tokens"),
+    ("seed -1", "POST", "/v1/completions", _ask(prompt="to be", seed=-1), 400, "seed"),
+    ("seed 1.5", "POST", "/v1/completions", _ask(prompt="to be", seed=1.5), 400, "whole number"),
+    ("max_tokens 2.5", "POST", "/v1/completions", _ask(prompt="to", max_tokens=2.5), 400,
+     "max_tokens"),
     ("max_tokens Infinity", "POST", "/v1/completions",
-     _raw('{"prompt": "to", "max_tokens": Infinity}'), 400, "max_tokens"),
-    ("temperature NaN", "POST", "/v1/completions", _raw('{"prompt": "to", "temperature": NaN}'),
+     _ask_raw('"prompt": "to", "max_tokens": Infinity'), 400, "max_tokens"),
+    ("temperature NaN", "POST", "/v1/completions", _ask_raw('"prompt": "to", "temperature": NaN'),
      400, "temperature"),
-    ("top_p Infinity", "POST", "/v1/completions", _raw('{"prompt": "to", "top_p": Infinity}'),
+    ("top_p Infinity", "POST", "/v1/completions", _ask_raw('"prompt": "to", "top_p": Infinity'),
      400, "top_p"),
-    ("stream 'maybe'", "POST", "/v1/completions", {"json": {"prompt": "to", "stream": "maybe"}},
-     400, "stream must be true or false"),
-    ("prompt with a lone surrogate", "POST", "/v1/completions", _raw('{"prompt": "\\udc80"}'),
+    ("stream 'maybe'", "POST", "/v1/completions", _ask(prompt="to", stream="maybe"), 400,
+     "stream must be true or false"),
+    ("prompt with a lone surrogate", "POST", "/v1/completions", _ask_raw('"prompt": "\\udc80"'),
      400, "lone surrogate"),
-    ("prompt a list of numbers", "POST", "/v1/completions", {"json": {"prompt": [1, 2]}}, 400,
-     "prompt"),
-    ("n 2", "POST", "/v1/completions", {"json": {"prompt": "to", "n": 2}}, 400, "n: only 1"),
+    ("chat message with a lone surrogate", "POST", "/v1/chat/completions",
+     _ask_raw('"messages": [{"role": "user", "content": "\\ud800"}]'), 400, "lone surrogate"),
+    ("prompt a list of numbers", "POST", "/v1/completions", _ask(prompt=[1, 2]), 400, "prompt"),
+    ("n 2", "POST", "/v1/completions", _ask(prompt="to", n=2), 400, "n: only 1"),
     ("JSON 100,000 deep", "POST", "/v1/completions",
-     _raw('{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}"), 400, "nested deeper"),
+     _ask_raw('"prompt": ' + "[" * 100_000 + "]" * 100_000), 400, "nested deeper"),
     ("stream 'false' does not stream", "POST", "/v1/completions",
-     {"json": {"prompt": "to be", "max_tokens": 3, "stream": "false"}}, 200, '"text_completion"'),
+     _ask(prompt="to be", max_tokens=3, stream="false"), 200, '"text_completion"'),
     ("models.retrieve of another name", "GET", "/v1/models/gpt-4", {}, 404, "does not exist"),
     ("HEAD /v1/models", "HEAD", "/v1/models", {}, 200, ""),
 ]  # fmt: skip
@@ -308,7 +318,7 @@ def test_the_language_model_server_survives_its_clients(lm_server, lm_dir):
     id, completions still come, and no worker died."""
     name = Path(lm_dir).resolve().name
     assert httpx.get(lm_server.url + f"/v1/models/{name}").json()["id"] == name
-    body = {"prompt": "to be", "max_tokens": 6, "stream": True, "temperature": 0.0}
+    body = {"model": name, "prompt": "to be", "max_tokens": 6, "stream": True, "temperature": 0}
     with httpx.stream("POST", lm_server.url + "/v1/completions", json=body, timeout=60) as r:
         events = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
@@ -317,7 +327,7 @@ def test_the_language_model_server_survives_its_clients(lm_server, lm_dir):
     for seed in (0, 2**64 - 1):
         done = httpx.post(
             lm_server.url + "/v1/completions",
-            json={"prompt": "to be", "max_tokens": 3, "seed": seed},
+            json={"model": name, "prompt": "to be", "max_tokens": 3, "seed": seed},
             timeout=60,
         )
         assert done.status_code == 200, done.text
