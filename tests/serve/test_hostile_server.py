@@ -414,6 +414,7 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
     assert after < before + 400, (before, after)
     r = httpx.post(url + "/translate", json=GOOD, timeout=60)
     assert r.json()["translatedText"] == expected[GOOD["q"]]
+    assert httpx.get(url + "/health").json()["decoders_restarted"] == 1  # /health says so
 
 
 # -- the engines, directly ---------------------------------------------------------------

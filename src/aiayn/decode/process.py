@@ -61,6 +61,7 @@ class TranslatorProcess:
         """Start the process; ``wait_ready`` waits for its model to load (start several
         first, then wait, and they load side by side)."""
         self.spec = spec
+        self.restarts = 0  # processes started again after one ended unexpectedly
         self._spawn()
 
     def wait_ready(self) -> None:
@@ -156,6 +157,7 @@ class TranslatorProcess:
         child.close()
 
     def _restart(self) -> None:
+        self.restarts += 1
         self._process.join(timeout=5)
         self._conn.close()
         self._spawn()

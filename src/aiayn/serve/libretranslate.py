@@ -153,6 +153,9 @@ class LibreTranslate:
             "accepted": sum(s.accepted for s in stats),
             "batches": sum(s.batches for s in stats),
             "requests": sum(s.requests for s in stats),
+            "decoders_restarted": sum(
+                getattr(d, "restarts", 0) for p in self.pairs.values() for d in p.engine.decoders
+            ),
         }
 
     def close(self) -> None:
