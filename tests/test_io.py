@@ -54,6 +54,7 @@ def test_weights_of_another_shape_name_the_tensor(tmp_path):
     save_model(model, cfg, tmp_path)
     safetensors.torch.save_model(model, str(tmp_path / "model.safetensors"))  # no metadata
     config = json.loads((tmp_path / "config.json").read_text())
+    del config["weights"]  # nor a checksum, as aiayn 0.1 wrote them
     config["model"]["d_ff"] = 128
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(
@@ -67,6 +68,7 @@ def test_missing_layer_gives_a_clear_error(tmp_path):
     save_model(model, cfg, tmp_path)
     safetensors.torch.save_model(model, str(tmp_path / "model.safetensors"))  # no metadata
     config = json.loads((tmp_path / "config.json").read_text())
+    del config["weights"]  # nor a checksum, as aiayn 0.1 wrote them
     config["model"]["n_decoder_layers"] = 3
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelLoadError, match="missing"):
@@ -98,3 +100,13 @@ def test_info_reports_a_bad_model_directory_in_one_line(tmp_path, capsys):
     assert main(["info", "--model", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not found" in err
+
+
+def test_weights_changed_after_saving_are_refused_by_their_checksum(tmp_path):
+    model, cfg = tiny_model(), tiny_config()
+    save_model(model, cfg, tmp_path)
+    with torch.no_grad():
+        next(model.parameters()).view(-1)[0] += 1.0  # the same size, other bytes
+    safetensors.torch.save_model(model, str(tmp_path / "model.safetensors"))  # no metadata
+    with pytest.raises(ModelLoadError, match="model.safetensors: corrupted"):
+        load_model(tmp_path)

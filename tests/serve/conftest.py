@@ -41,7 +41,7 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded 2-core machine starts slowly
         while True:
             assert self.proc.poll() is None, self.proc.stderr.read()
             try:

@@ -333,6 +333,7 @@ def test_several_models_each_under_its_language_pair(en_de, tmp_path):
 
     from aiayn.serve.app import create_app
     from aiayn.serve.common import ServeSettings
+    from aiayn.store.model_dir import file_checksum
 
     fr_de = tmp_path / "fr-de"
     shutil.copytree(en_de, fr_de)
@@ -342,6 +343,9 @@ def test_several_models_each_under_its_language_pair(en_de, tmp_path):
     noise = torch.Generator().manual_seed(0)
     weights = {k: v + 0.3 * torch.randn(v.shape, generator=noise) for k, v in weights.items()}
     save_file(weights, fr_de / "model.safetensors")
+    config = json.loads((fr_de / "config.json").read_text())  # weights changed on purpose
+    config["weights"].update(file_checksum(fr_de / "model.safetensors"))
+    (fr_de / "config.json").write_text(json.dumps(config))
     english, french = "the dog runs in the park", "le chien court dans le jardin"
     by = {"en": en_de, "fr": fr_de}
     expected = {
