@@ -4,11 +4,12 @@ translations, or a language model's perplexity)."""
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import select
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, get_args
 
@@ -216,10 +217,10 @@ def ready_lines(stream: BinaryIO, *, most: int = 4096) -> Iterator[list[str]]:
     """
     from aiayn.data.corpus import CorpusError
 
-    fd = stream.fileno()
+    read, ready = _reader(stream)
     pending, chunk, line_no = b"", [], 0
     while True:
-        data = os.read(fd, 1 << 16)
+        data = read()
         if data:
             *complete, pending = (pending + data).split(b"\n")
         else:
@@ -232,12 +233,25 @@ def ready_lines(stream: BinaryIO, *, most: int = 4096) -> Iterator[list[str]]:
                 raise CorpusError(
                     f"<stdin>: line {line_no}: invalid UTF-8 ({e.reason} at byte {e.start})"
                 ) from None
-        more = bool(data) and bool(select.select([fd], [], [], 0)[0])
+        more = bool(data) and ready()
         if chunk and (not more or len(chunk) >= most):
             yield chunk
             chunk = []
         if not data:
             return
+
+
+def _reader(stream: BinaryIO) -> tuple[Callable[[], bytes], Callable[[], bool]]:
+    """How to read ``stream`` without waiting for more than is there, and whether more is
+    ready now: through its file descriptor where it has one that ``select`` can watch (a pipe,
+    a terminal, a file), else (an in-memory stream, a Windows pipe) by its own ``read1``,
+    which never says more is ready, so a chunk ends at each read."""
+    try:
+        fd = stream.fileno()
+        select.select([fd], [], [], 0)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return (lambda: stream.read1(1 << 16)), (lambda: False)
+    return (lambda: os.read(fd, 1 << 16)), (lambda: bool(select.select([fd], [], [], 0)[0]))
 
 
 def _format(index: int, hyps, nbest: int) -> str:
