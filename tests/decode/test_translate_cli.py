@@ -208,7 +208,7 @@ def test_greedy_and_beam_options(model_dir):
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
     for unresolved in ("auto", "fp16"):  # never decoded silently in float32
-        with pytest.raises(TranslationError, match=f"precision '{unresolved}' is not one of"):
+        with pytest.raises(TranslationError, match=f"precision = '{unresolved}': expected one of"):
             translator.translate(["the dog"], SearchOptions(precision=unresolved))
 
 
