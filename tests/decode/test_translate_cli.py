@@ -256,3 +256,13 @@ def test_validation_decodes_through_the_training_weights(tiny_dataset, tmp_path,
         tiny_dataset, tmp_path / "r", run={"max_updates": 2, "valid_bleu": True}
     )
     Trainer(cfg, validators=[bleu_validator(cfg)]).train()
+
+
+def test_a_warning_names_the_input_line_and_its_sentence(model_dir):
+    """Warnings count the caller's lines, not the sentences they were split into."""
+    warned: list[str] = []
+    translator = Translator.from_dir(model_dir)
+    long = "a b c d e f g h i j k l m n o p"
+    lines = ["", f"Go. {long.capitalize()}.", long]
+    translator.translate(lines, SearchOptions(beam=1, max_src_len=12), warn=warned.append)
+    assert [w.split(":")[0] for w in warned] == ["line 2, sentence 2", "line 3"]

@@ -7,10 +7,12 @@ anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import logging
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from aiayn import __version__
 from aiayn.cli import data, generate, info, interop, pipeline, plot, serve, train, translate
@@ -43,21 +45,36 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def configure_logging() -> None:
+@contextlib.contextmanager
+def command_logging() -> Iterator[None]:
     """Show the library's ``aiayn`` log messages (INFO and up) on stderr, one a line, as the
-    command's own: what a reporter or a warning callback does not print itself."""
+    command's own (what a reporter or a warning callback does not print itself), for the
+    command's duration only: a program that calls ``main`` keeps its logging as it was, and
+    one that gave the ``aiayn`` logger handlers of its own keeps just those."""
     logger = logging.getLogger("aiayn")
-    if not logger.handlers:
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
+    if logger.handlers:
+        yield
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = shlex.join(["aiayn", *(sys.argv[1:] if argv is None else argv)])
-    configure_logging()
+    with command_logging():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except AiaynError as e:

@@ -247,11 +247,21 @@ class Translator:
         html = options.format == "html"
         documents = [HtmlText(line) for line in lines] if html else []
         units = [t for d in documents for t in d.texts] if html else list(lines)
+        unit_lines = (
+            [n for n, d in enumerate(documents, 1) for _ in d.texts]
+            if html
+            else list(range(1, len(units) + 1))
+        )
         paragraphs = [
             split_paragraph(u, self.src_lang, split=options.split_sentences) for u in units
         ]
         sources = [self.src_text.prepare(s) for p in paragraphs for s in p.sentences]
-        found = self._translate_texts(sources, options, warn, target_token)
+        places = [
+            f"line {n}" if len(p.sentences) == 1 else f"line {n}, sentence {k}"
+            for n, p in zip(unit_lines, paragraphs, strict=True)
+            for k in range(1, len(p.sentences) + 1)
+        ]
+        found = self._translate_texts(sources, options, warn, target_token, places)
         joined = _join(paragraphs, found, self.tgt_text.restore, options.nbest)
         if not html:
             return joined
@@ -264,13 +274,22 @@ class Translator:
         return results
 
     def _translate_texts(
-        self, texts: list[str], options: SearchOptions, warn, target_token: str | None
+        self,
+        texts: list[str],
+        options: SearchOptions,
+        warn,
+        target_token: str | None,
+        places: list[str] | None = None,
     ) -> list[list[Translation]]:
+        """Translate ``texts`` as the subword model reads them; ``places`` names each in a
+        warning or error (default: "line N", N counted from 1)."""
         ids = self.src_tokenizer.encode(texts)
         if target_token is not None:
             prefix = self.token_id(target_token)
             ids = [[prefix, *row] if row else row for row in ids]
-        ids = [self._fit(i, row, options, warn) for i, row in enumerate(ids)]
+        if places is None:
+            places = [f"line {n}" for n in range(1, len(ids) + 1)]
+        ids = [self._fit(place, row, options, warn) for place, row in zip(places, ids, strict=True)]
         return self.translate_ids(ids, options)
 
     def translate_ids(
@@ -298,10 +317,10 @@ class Translator:
                 results[i] = hyps
         return results
 
-    def _fit(self, index: int, row: list[int], options: SearchOptions, warn) -> list[int]:
+    def _fit(self, place: str, row: list[int], options: SearchOptions, warn) -> list[int]:
         if len(row) < options.max_src_len:
             return row
-        message = f"line {index + 1}: {len(row)} subwords, more than --max-src-len"
+        message = f"{place}: {len(row)} subwords, more than --max-src-len"
         if options.on_long == "error":
             raise TranslationError(message)
         warn(f"{message}; truncated to {options.max_src_len - 1}")
