@@ -101,3 +101,21 @@ def test_a_full_disk_gets_one_line_and_leaves_nothing(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the disk is full" in err[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["model", "spm.model"])
+
+
+def test_overwrite_keeps_an_export_that_a_user_has_added_files_to(tmp_path, capsys):
+    """An aiayn export is replaced by ``--overwrite`` only while it holds just what the export
+    wrote: a file put there since is never deleted."""
+    model_dir(tmp_path)
+    out = tmp_path / "hf"
+    argv = ["export", "hf", str(tmp_path / "model"), "--out", str(out), "--overwrite"]
+    assert main(argv) == 0
+    assert main(argv) == 0  # its own export: replaced
+    (out / "notes.txt").write_text("precious")
+    before = sorted(p.name for p in out.iterdir())
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "left alone" in err[0], err
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert (out / "notes.txt").read_text() == "precious"

@@ -31,8 +31,8 @@ from aiayn.interop.destination import (
     ExportError,
     copy_model_card,
     is_export,
-    marker_json,
     raise_write_failure,
+    write_marker,
 )
 from aiayn.interop.splitter import write_splitter
 from aiayn.store import read_model_config
@@ -100,7 +100,7 @@ def export_argos(
                 write_splitter(package / "minisbd" / f"{src}.onnx", src)
             (package / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
             copy_model_card(model_dir, package)
-            (package / MARKER_FILE).write_text(marker_json("argos", model_dir))
+            write_marker(package, "argos", model_dir)
             archive = Path(tmp) / "package.zip"
             _zip(package, archive)
             os.replace(archive, out)

@@ -31,7 +31,7 @@ from aiayn.interop.destination import (
     MODEL_CARD,
     ExportError,
     copy_model_card,
-    marker_json,
+    write_marker,
 )
 from aiayn.models import Transformer
 from aiayn.store import load_model
@@ -80,7 +80,7 @@ def export_ct2(
         convert(model, src_vocab, tgt_vocab, str(tmp), quantization=quantization)
         copy_sentencepiece(Path(model_dir), info, tmp)
         copy_model_card(Path(model_dir), tmp)
-        (tmp / MARKER_FILE).write_text(marker_json("ct2", model_dir))
+        write_marker(tmp, "ct2", model_dir)
     return out
 
 

@@ -21,31 +21,47 @@ class ExportError(AiaynError):
     express, a missing package); the message names what."""
 
 
-def marker_json(target: str, model_dir: str | Path) -> str:
-    """The content of ``MARKER_FILE``: the export's format and the model directory it came
-    from."""
-    data = {"format": FORMAT, "target": target, "model": str(Path(model_dir).resolve())}
-    return json.dumps(data, indent=2) + "\n"
+def write_marker(directory: Path, target: str, model_dir: str | Path) -> None:
+    """Write ``MARKER_FILE`` into a finished export ``directory``: the export's format, the
+    model directory it came from, and the names of everything the export wrote there (so
+    that ``--overwrite`` can tell a file a user added later)."""
+    data = {
+        "format": FORMAT,
+        "target": target,
+        "model": str(Path(model_dir).resolve()),
+        "files": sorted(p.name for p in directory.iterdir() if p.name != MARKER_FILE),
+    }
+    (directory / MARKER_FILE).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _marker(target: str, marker: str) -> dict | None:
+    """The parsed ``marker`` (the text of a ``MARKER_FILE``) if it is aiayn's for ``target``."""
+    try:
+        data = json.loads(marker)
+    except ValueError:
+        return None
+    ours = isinstance(data, dict) and data.get("format") == FORMAT and data.get("target") == target
+    return data if ours else None
 
 
 def is_export(target: str, marker: str) -> bool:
     """Whether ``marker`` (the text of a ``MARKER_FILE``) is aiayn's, for ``target``."""
-    try:
-        data = json.loads(marker)
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("format") == FORMAT and data.get("target") == target
+    return _marker(target, marker) is not None
 
 
 def exported_by_aiayn(target: str) -> Callable[[Path], bool]:
     """The ``replaceable`` test of ``files.atomic_directory`` for a ``target`` export: the
-    directory holds aiayn's marker for that target (and so nothing a user put there)."""
+    directory holds aiayn's marker for that target and nothing the marker does not list
+    (a file a user put there since keeps the directory from being replaced)."""
 
     def replaceable(directory: Path) -> bool:
         try:
-            return is_export(target, (directory / MARKER_FILE).read_text(encoding="utf-8"))
+            data = _marker(target, (directory / MARKER_FILE).read_text(encoding="utf-8"))
+            names = {p.name for p in directory.iterdir()} - {MARKER_FILE}
         except (OSError, UnicodeDecodeError):
             return False
+        files = data.get("files") if data is not None else None
+        return isinstance(files, list) and names <= set(files)
 
     return replaceable
 

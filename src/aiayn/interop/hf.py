@@ -37,12 +37,11 @@ from aiayn.config import ModelConfig
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.files import atomic_directory, check_destination
 from aiayn.interop.destination import (
-    MARKER_FILE,
     MODEL_CARD,
     ExportError,
     exported_by_aiayn,
-    marker_json,
     raise_write_failure,
+    write_marker,
 )
 from aiayn.models import Transformer
 from aiayn.store import load_model
@@ -83,7 +82,7 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
             _write_model(tmp, cfg, state)
             _write_tokenizer(tmp, Path(model_dir), info, cfg)
             write_hub_card(Path(model_dir), tmp, info)
-            (tmp / MARKER_FILE).write_text(marker_json("hf", model_dir))
+            write_marker(tmp, "hf", model_dir)
     except OSError as e:
         raise_write_failure(e, out)
     return out
