@@ -26,6 +26,21 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 SENTENCES = ["the dog runs", "a big red ball near the tree", "cat sleeps on the house ."]
 
 
+def wait_until_healthy(proc: subprocess.Popen, url: str, seconds: float = 180) -> None:
+    """Wait for ``url``/health to answer 200 (a loaded 2-core machine starts slowly), failing
+    with the server's stderr if it ends first."""
+    deadline = time.monotonic() + seconds
+    while True:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+
+
 class Server:
     """``aiayn serve`` in its own process, on a free port of 127.0.0.1."""
 
@@ -41,16 +56,7 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + 180  # a loaded 2-core machine starts slowly
-        while True:
-            assert self.proc.poll() is None, self.proc.stderr.read()
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_until_healthy(self.proc, self.url)
 
     def stop(self) -> str:
         """SIGTERM; the server must end cleanly (uvicorn re-raises the signal once done) after

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ENV, SENTENCES, children, expected_translations, httpx
+from .conftest import ENV, SENTENCES, children, expected_translations, httpx, wait_until_healthy
 
 GOOD = {"q": "the dog runs", "source": "en", "target": "de"}
 JSON = {"content-type": "application/json"}
@@ -43,16 +43,7 @@ class PortZeroServer:
         found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert found and found.group(1) != "0", line
         self.url = f"http://127.0.0.1:{found.group(1)}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert self.proc.poll() is None, self.proc.stderr.read()
-            try:
-                if httpx.get(self.url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_until_healthy(self.proc, self.url)
         self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
         self._drain.start()
 
@@ -68,27 +59,6 @@ def translator_server(en_de):
     s = PortZeroServer(en_de, "--workers", "2", "--timeout", "120")
     yield s
     s.stop()
-
-
-@pytest.fixture(scope="module")
-def lm_dir(tmp_path_factory) -> Path:
-    """A tiny trained language model (60 updates on one line of Hamlet)."""
-    from aiayn.cli import main
-    from aiayn.data.lm import prepare_lm
-
-    from ..train.conftest import write_toml
-
-    root = tmp_path_factory.mktemp("hostile-lm")
-    (root / "text.txt").write_text("to be, or not to be, that is the question.\n" * 40)
-    prepare_lm(root / "text.txt", root / "data")
-    config = {
-        "task": "lm",
-        "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
-        "data": {"dir": str(root / "data"), "block_size": 16, "batch_size": 8},
-        "run": {"dir": str(root / "run"), "max_updates": 60, "save_every": 60, "valid_every": 60},
-    }
-    assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
-    return root / "run" / "best"
 
 
 @pytest.fixture(scope="module")
