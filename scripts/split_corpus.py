@@ -59,16 +59,14 @@ def main() -> None:
     tgt = read(Path(f"{args.prefix}.{args.tgt}"))
     if len(src) != len(tgt):
         raise SystemExit(f"{args.prefix}: {len(src)} {args.src} lines but {len(tgt)} {args.tgt}")
-    pairs = sorted({(s, t) for s, t in zip(src, tgt) if s.strip() and t.strip()})
+    pairs = sorted({(s, t) for s, t in zip(src, tgt, strict=True) if s.strip() and t.strip()})
     src, tgt = [p[0] for p in pairs], [p[1] for p in pairs]
     grouped = groups(src, tgt)
     random.Random(args.seed).shuffle(grouped)
     splits: dict[str, list[int]] = {"test": [], "valid": [], "train": []}
     for group in grouped:
-        name = next(
-            (n for n, size in (("test", args.test), ("valid", args.valid)) if len(splits[n]) < size),
-            "train",
-        )
+        wanted = (("test", args.test), ("valid", args.valid))
+        name = next((n for n, size in wanted if len(splits[n]) < size), "train")
         splits[name].extend(group)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
