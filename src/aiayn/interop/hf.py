@@ -184,13 +184,7 @@ def marian_weights(ours: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str,
     for side, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
         for i in range(n):
             a, m = f"{side}.layers.{i}.", f"model.{side}.layers.{i}."
-            qkv_w, qkv_b = (
-                reads(a + "self_attn.qkv_proj.weight"),
-                _bias(ours, a + "self_attn.qkv_proj", 3 * d),
-            )
-            for j, name in enumerate("qkv"):
-                out[f"{m}self_attn.{name}_proj.weight"] = qkv_w[j * d : (j + 1) * d]
-                out[f"{m}self_attn.{name}_proj.bias"] = qkv_b[j * d : (j + 1) * d]
+            _unpack(out, ours, reads, a + "self_attn.qkv_proj", m + "self_attn.", "qkv", d)
             _linear(
                 out,
                 m + "self_attn.out_proj",
@@ -205,13 +199,7 @@ def marian_weights(ours: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str,
                     reads(a + "cross_attn.q_proj.weight"),
                     _bias(ours, a + "cross_attn.q_proj", d),
                 )
-                kv_w, kv_b = (
-                    reads(a + "cross_attn.kv_proj.weight"),
-                    _bias(ours, a + "cross_attn.kv_proj", 2 * d),
-                )
-                for j, name in enumerate("kv"):
-                    out[f"{m}encoder_attn.{name}_proj.weight"] = kv_w[j * d : (j + 1) * d]
-                    out[f"{m}encoder_attn.{name}_proj.bias"] = kv_b[j * d : (j + 1) * d]
+                _unpack(out, ours, reads, a + "cross_attn.kv_proj", m + "encoder_attn.", "kv", d)
                 _linear(
                     out,
                     m + "encoder_attn.out_proj",
@@ -225,6 +213,15 @@ def marian_weights(ours: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str,
             _linear(out, m + "fc2", writes(a + "ffn.w_2.weight"), _bias(ours, a + "ffn.w_2", d)[p])
             _norm(out, ours, m + "final_layer_norm", a + "ffn_connection.norm", p)
     return {k: v.detach().float().contiguous() for k, v in out.items()}
+
+
+def _unpack(out: dict, ours: dict, reads, packed: str, prefix: str, names: str, d: int) -> None:
+    """Split aiayn's packed projection ``packed`` (its ``len(names)`` maps stacked by rows)
+    into Marian's separate ``{prefix}{name}_proj`` weights and biases."""
+    weight, bias = reads(packed + ".weight"), _bias(ours, packed, len(names) * d)
+    for j, name in enumerate(names):
+        out[f"{prefix}{name}_proj.weight"] = weight[j * d : (j + 1) * d]
+        out[f"{prefix}{name}_proj.bias"] = bias[j * d : (j + 1) * d]
 
 
 def _bias(ours: dict[str, torch.Tensor], linear: str, size: int) -> torch.Tensor:
