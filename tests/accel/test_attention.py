@@ -7,6 +7,8 @@ from aiayn import masks
 from aiayn.accel.attention import (
     MAX_EAGER_KEYS_WITHOUT_GRAD,
     MAX_EAGER_QUERIES,
+    additive_mask,
+    biased_attention,
     cpu_attention,
     padded_softmax,
 )
@@ -87,6 +89,19 @@ def test_gradients_equal_the_references_under_a_causal_padding_mask(dtype):
     tol = 1e-5 if dtype == torch.float32 else 5e-2
     for ours, reference in zip(*grads, strict=True):
         torch.testing.assert_close(ours, reference, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("queries", [1, 5])
+def test_biased_attention_on_flat_rows_equals_the_reference(queries):
+    q, k, v = qkv(t=queries, s=13)  # (B, H, T, Dh), (B, H, S, Dh) each
+    mask = _mask(2, 13)  # (B, 1, 1, S)
+    b, h, t, dh = q.shape
+    bias = additive_mask(mask, q.device).expand(b, h, 1, 13).reshape(b * h, 1, 13)
+    keys_t = k.reshape(b * h, 13, dh).transpose(1, 2)  # (B·H, Dh, S)
+    out, weights = biased_attention(q.reshape(b * h, t, dh), keys_t, v.reshape(b * h, 13, dh), bias)
+    ref_out, ref_weights = scaled_dot_product_attention(q, k, v, mask=mask, need_weights=True)
+    torch.testing.assert_close(out.view(b, h, t, dh), ref_out)
+    torch.testing.assert_close(weights.view(b, h, t, 13), ref_weights)
 
 
 @pytest.mark.parametrize("length", [1, 5, 15, 16, 23])

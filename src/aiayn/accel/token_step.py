@@ -19,8 +19,9 @@ one query per row:
   buffers keep room for exactly one more position, so the next step reads them whole;
 - softmax rows shorter than ``MIN_SOFTMAX_SPAN`` take a scalar path in PyTorch's CPU kernel ~7×
   slower (``aiayn.accel.attention.padded_softmax``): here the scores of such rows are
-  computed over ``MIN_SOFTMAX_SPAN`` positions, the extra ones masked by the -inf bias that the
-  scores' own ``baddbmm`` adds (zero keys and values behind them), not padded afterwards;
+  computed over ``MIN_SOFTMAX_SPAN`` positions, the extra ones masked by the -inf bias of
+  ``aiayn.accel.attention.biased_attention`` (zero keys and values behind them), not padded
+  afterwards;
 - memory keys are stored transposed, padded the same way, once per sentence and read by all
   its beams (as ``aiayn.accel.shared_memory``).
 
@@ -37,7 +38,6 @@ Dh = D / H.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.accel.attention import MIN_SOFTMAX_SPAN, additive_mask
+from aiayn.accel.attention import MIN_SOFTMAX_SPAN, additive_mask, biased_attention
 from aiayn.accel.packed import PackedFromRows
 from aiayn.modules import MemoryKeyValues
 from aiayn.modules.layers import DecoderLayer, SublayerConnection
@@ -70,8 +70,8 @@ class TokenStepState:
     written: _Written
     memory_keys: tuple[Tensor, ...]  # per layer (B, H, Dh, Sp): transposed
     memory_values: tuple[Tensor, ...]  # per layer (B, H, Sp, Dh)
-    memory_bias: Tensor  # (B·H, 1, Sp): 0 to attend, -inf for padding
-    span_bias: Tensor  # (MIN_SOFTMAX_SPAN, 1, 1, MIN_SOFTMAX_SPAN): row L attends positions 0 .. L
+    memory_bias: Tensor  # float32 (B·H, 1, Sp): 0 to attend, -inf for padding
+    span_bias: Tensor  # float32 (MIN_SOFTMAX_SPAN, 1, 1, MIN_SOFTMAX_SPAN): row L attends 0 .. L
     rows_per_sentence: int  # W
 
 
@@ -139,14 +139,14 @@ HANDLED_OPTIONS = {  # every constructor option of the parts the step reads, and
         "n_heads": "heads",
         "dropout": "eval mode only: none",
         "bias": "affine: addmm with a bias, mm without",
-        "attention": "replaced by _attend, eq. (1) with a float32 softmax",
+        "attention": "replaced by biased_attention, eq. (1) with a float32 softmax",
     },
     "CrossAttention": {
         "d_model": "the maps' shapes",
         "n_heads": "heads",
         "dropout": "eval mode only: none",
         "bias": "affine",
-        "attention": "replaced by _attend",
+        "attention": "replaced by biased_attention",
     },
     "PositionwiseFeedForward": {
         "d_model": "the maps' shapes",
@@ -247,10 +247,8 @@ class TokenStep:
         span = max(s, MIN_SOFTMAX_SPAN)
         dtype, device = memory[0].keys.dtype, memory[0].keys.device
         attend = F.pad(src_mask.reshape(b, 1, 1, s), (0, span - s), value=False)  # (B,1,1,Sp)
-        bias = additive_mask(attend, device).to(dtype).expand(b, h, 1, span)  # (B,H,1,Sp)
-        future = torch.full(
-            (MIN_SOFTMAX_SPAN, MIN_SOFTMAX_SPAN), float("-inf"), dtype=dtype, device=device
-        )
+        bias = additive_mask(attend, device).expand(b, h, 1, span)  # float32 (B,H,1,Sp)
+        future = torch.full((MIN_SOFTMAX_SPAN, MIN_SOFTMAX_SPAN), float("-inf"), device=device)
         buffers = [
             torch.zeros(b, h, MIN_SOFTMAX_SPAN, dh, dtype=dtype, device=device) for _ in memory
         ]
@@ -336,7 +334,7 @@ class TokenStep:
         q = qkv[:, 0].reshape(n * h, 1, d // h)  # (N·H, 1, Dh)
         k = keys.view(n * h, -1, d // h)[:, :span]  # (N·H, span, Dh)
         v = values.view(n * h, -1, d // h)[:, :span]  # (N·H, span, Dh)
-        out = _attend(q, k.transpose(1, 2), v, bias)  # (N·H, 1, Dh)
+        out, _ = biased_attention(q, k.transpose(1, 2), v, bias)  # (N·H, 1, Dh)
         return layer.self_out(out.view(n, d))
 
     def _cross_attention(
@@ -354,18 +352,10 @@ class TokenStep:
             q = q.view(b, w, h, dh).transpose(1, 2).reshape(b * h, w, dh)  # (B·H, W, Dh)
         keys = state.memory_keys[i].view(b * h, dh, -1)  # (B·H, Dh, Sp)
         values = state.memory_values[i].view(b * h, -1, dh)  # (B·H, Sp, Dh)
-        out = _attend(q, keys, values, state.memory_bias)  # (B·H, W, Dh)
+        out, _ = biased_attention(q, keys, values, state.memory_bias)  # (B·H, W, Dh)
         if w > 1:
             out = out.view(b, h, w, dh).transpose(1, 2)  # (B, W, H, Dh)
         return layer.cross_out(out.reshape(n, d))
-
-
-def _attend(q: Tensor, keys_t: Tensor, values: Tensor, bias: Tensor) -> Tensor:
-    """softmax(Q Kᵀ / √d_k + bias) V (§3.2.1, eq. 1) for (R, Q, Dh) queries, (R, Dh, K)
-    transposed keys and (R, K, Dh) values -> (R, Q, Dh). The softmax is in float32."""
-    scores = torch.baddbmm(bias, q, keys_t, alpha=1 / math.sqrt(q.size(-1)))  # (R, Q, K)
-    weights = scores.float().softmax(dim=-1).to(values.dtype)  # (R, Q, K)
-    return torch.bmm(weights, values)
 
 
 def _writable(state: TokenStepState) -> TokenStepState:
