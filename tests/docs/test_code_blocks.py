@@ -24,6 +24,7 @@ from .blocks import REPO, blocks, documents
 
 RUNNABLE = [d for d in documents() if any(b.runs for b in blocks(d))]
 PORT = re.compile(r"(?<=:)5000\b|(?<=--port )5000\b")
+CORPUS = re.compile(r"\$\{AIAYN_DATA_DIR:-[^}]*\}/(\w+)")  # a block's corpus under the data dir
 
 
 @pytest.fixture
@@ -89,6 +90,10 @@ def test_the_documents_have_runnable_blocks():
 
 @pytest.mark.parametrize("document", RUNNABLE, ids=lambda d: str(d.relative_to(REPO)))
 def test_code_blocks_run(document, workdir):
+    for block in blocks(document):
+        for corpus in CORPUS.findall(block.code) if block.runs else ():
+            if not (data_dir() / corpus).is_dir():
+                pytest.skip(f"{block} reads {data_dir() / corpus}, not found (set AIAYN_DATA_DIR)")
     port = _free_port()
     background: list[subprocess.Popen] = []
     try:
