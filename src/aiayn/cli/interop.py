@@ -20,28 +20,24 @@ def add_parsers(sub) -> None:
     marian.set_defaults(handler=run_import_marian)
     exp = sub.add_parser("export", help="write an aiayn model for another tool")
     targets = exp.add_subparsers(dest="target", required=True, metavar="TARGET")
-    ct2 = targets.add_parser("ct2", help="a CTranslate2 model directory")
-    ct2.add_argument("model", help="aiayn translation model directory")
-    ct2.add_argument("--out", required=True, help="CTranslate2 model directory to write")
-    ct2.add_argument(
-        "--quantization",
-        choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
-        help="weights' type in the exported model (default: float32)",
-    )
-    ct2.add_argument("--overwrite", action="store_true", help="replace a model at --out")
+    ct2 = _target(targets, "ct2", "a CTranslate2 model directory", "CTranslate2 model directory")
+    _quantization(ct2, "weights' type in the exported model")
     ct2.set_defaults(handler=run_export_ct2)
-    hf = targets.add_parser(
-        "hf", help="a Hugging Face Marian directory (transformers)", description=HF_HELP
+    hf = _target(
+        targets,
+        "hf",
+        "a Hugging Face Marian directory (transformers)",
+        "Hugging Face model directory",
+        description=HF_HELP,
     )
-    hf.add_argument("model", help="aiayn translation model directory")
-    hf.add_argument("--out", required=True, help="Hugging Face model directory to write")
-    hf.add_argument("--overwrite", action="store_true", help="replace an export at --out")
     hf.set_defaults(handler=run_export_hf)
-    argos = targets.add_parser(
-        "argos", help="an Argos Translate package (LibreTranslate)", description=ARGOS_HELP
+    argos = _target(
+        targets,
+        "argos",
+        "an Argos Translate package (LibreTranslate)",
+        "package file (NAME.argosmodel)",
+        description=ARGOS_HELP,
     )
-    argos.add_argument("model", help="aiayn translation model directory")
-    argos.add_argument("--out", required=True, help="package file to write (NAME.argosmodel)")
     argos.add_argument(
         "--from", dest="from_code", help="source language code (default: the model's)"
     )
@@ -49,14 +45,28 @@ def add_parsers(sub) -> None:
     argos.add_argument(
         "--splitter", help="a trained MiniSBD .onnx sentence splitter to ship (default: rule-based)"
     )
-    argos.add_argument(
+    _quantization(argos, "weights' type in the package's CTranslate2 model")
+    argos.add_argument("--version", default="1.0", help="the package's version (default: 1.0)")
+    argos.set_defaults(handler=run_export_argos)
+
+
+def _target(
+    targets, name: str, help: str, written: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    """An ``aiayn export`` target's parser, with the options every target has."""
+    parser = targets.add_parser(name, help=help, description=description)
+    parser.add_argument("model", help="aiayn translation model directory")
+    parser.add_argument("--out", required=True, help=f"{written} to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace an export at --out")
+    return parser
+
+
+def _quantization(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
         "--quantization",
         choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
-        help="weights' type in the package's CTranslate2 model (default: float32)",
+        help=f"{what} (default: float32)",
     )
-    argos.add_argument("--version", default="1.0", help="the package's version (default: 1.0)")
-    argos.add_argument("--overwrite", action="store_true", help="replace a package at --out")
-    argos.set_defaults(handler=run_export_argos)
 
 
 MARIAN_HELP = (
