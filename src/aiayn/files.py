@@ -72,6 +72,8 @@ def write_directory(
     replace: bool = False,
     replaceable: Callable[[Path], bool] = lambda _: False,
     what: str = "directory",
+    error: type[AiaynError] = DestinationError,
+    kept: str = "nothing was changed there",
 ) -> Iterator[Path]:
     """``atomic_directory``, with a failed write (a full or read-only disk) raised as one line.
 
@@ -79,18 +81,33 @@ def write_directory(
     one is written beside it and swapped in only once complete.
 
     Raises:
-        DestinationError: ``dest`` may not be replaced, or the disk refused the write.
+        DestinationError: ``dest`` may not be replaced.
+        error: the disk refused the write (``disk_refusals_in_one_line``).
     """
+    with (
+        disk_refusals_in_one_line(dest, error=error, kept=kept),
+        atomic_directory(dest, replace=replace, replaceable=replaceable, what=what) as tmp,
+    ):
+        yield tmp
+
+
+@contextmanager
+def disk_refusals_in_one_line(
+    dest: str | Path,
+    *,
+    error: type[AiaynError] = DestinationError,
+    kept: str = "nothing was changed there",
+) -> Iterator[None]:
+    """Raise a write in the block that the disk refused (``write_failure``: full, read-only,
+    over the size limit) as ``error("cannot write DEST: REASON; KEPT")``; any other
+    exception as it is."""
     try:
-        with atomic_directory(dest, replace=replace, replaceable=replaceable, what=what) as tmp:
-            yield tmp
-    except OSError as e:
+        yield
+    except Exception as e:
         reason = write_failure(e)
         if reason is None:
             raise
-        raise DestinationError(
-            f"cannot write {dest}: {reason}; nothing was changed there"
-        ) from None
+        raise error(f"cannot write {dest}: {reason}; {kept}") from None
 
 
 def holds_only(patterns: Iterable[str], *, required: str) -> Callable[[Path], bool]:

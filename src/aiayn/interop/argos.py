@@ -24,14 +24,13 @@ import zipfile
 from pathlib import Path
 
 from aiayn.data.tokenizer_files import TokenizerInfo, read_tokenizer_info
-from aiayn.files import DestinationError, remove_stale_temporaries
+from aiayn.files import DestinationError, disk_refusals_in_one_line, remove_stale_temporaries
 from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import (
     MARKER_FILE,
     ExportError,
     copy_model_card,
     is_export,
-    raise_write_failure,
     write_marker,
 )
 from aiayn.interop.splitter import write_splitter
@@ -83,7 +82,7 @@ def export_argos(
         raise ExportError(f"{splitter}: no such sentence splitter file")
     name = f"translate-{src}_{tgt}-{version.replace('.', '_')}"
     metadata = package_metadata(src, tgt, version)
-    try:
+    with disk_refusals_in_one_line(out):
         out.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(out)
         with tempfile.TemporaryDirectory(
@@ -104,8 +103,6 @@ def export_argos(
             archive = Path(tmp) / "package.zip"
             _zip(package, archive)
             os.replace(archive, out)
-    except OSError as e:
-        raise_write_failure(e, out)
     return out
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aiayn.errors import AiaynError
-from aiayn.files import DestinationError, write_failure
 
 MARKER_FILE = "aiayn-export.json"  # in every exported directory: what wrote it, from what
 MODEL_CARD = "README.md"
@@ -71,12 +70,3 @@ def copy_model_card(model_dir: Path, directory: Path) -> None:
     card = model_dir / MODEL_CARD
     if card.is_file():
         shutil.copyfile(card, directory / MODEL_CARD)
-
-
-def raise_write_failure(error: OSError, out: Path) -> None:
-    """Raise a write that the disk refused (full, read-only) as one line; re-raise anything
-    else."""
-    reason = write_failure(error)
-    if reason is None:
-        raise error
-    raise DestinationError(f"cannot write {out}: {reason}; nothing was changed there") from None

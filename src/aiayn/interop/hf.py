@@ -35,12 +35,11 @@ import torch
 from aiayn.accel import REFERENCE
 from aiayn.config import ModelConfig
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
-from aiayn.files import atomic_directory, check_destination
+from aiayn.files import check_destination, write_directory
 from aiayn.interop.destination import (
     MODEL_CARD,
     ExportError,
     exported_by_aiayn,
-    raise_write_failure,
     write_marker,
 )
 from aiayn.models import Transformer
@@ -74,17 +73,14 @@ def export_hf(model_dir: str | Path, out_dir: str | Path, *, overwrite: bool = F
     if info.kind == "char":
         raise ExportError(f"{model_dir}: a character tokenizer; Marian needs SentencePiece models")
     state = marian_weights(model.state_dict(), cfg)
-    try:
-        with (
-            atomic_directory(out, replace=overwrite, replaceable=replaceable, what=what) as tmp,
-            _quiet(),
-        ):
-            _write_model(tmp, cfg, state)
-            _write_tokenizer(tmp, Path(model_dir), info, cfg)
-            write_hub_card(Path(model_dir), tmp, info)
-            write_marker(tmp, "hf", model_dir)
-    except OSError as e:
-        raise_write_failure(e, out)
+    with (
+        write_directory(out, replace=overwrite, replaceable=replaceable, what=what) as tmp,
+        _quiet(),
+    ):
+        _write_model(tmp, cfg, state)
+        _write_tokenizer(tmp, Path(model_dir), info, cfg)
+        write_hub_card(Path(model_dir), tmp, info)
+        write_marker(tmp, "hf", model_dir)
     return out
 
 

@@ -23,7 +23,7 @@ from aiayn.config import ConfigError, ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
 from aiayn.errors import AiaynError
-from aiayn.files import DestinationError, atomic_directory, sha256_file, write_failure
+from aiayn.files import sha256_file, write_directory
 from aiayn.store.card import CARD_FILE, ModelCard, render_card
 
 CONFIG_FILE = "config.json"
@@ -76,19 +76,13 @@ def save_model(
             not a training checkpoint, not a directory aiayn did not write.
         card: what the caller knows of the model's making (data, command, scores, licence).
     """
-    try:
-        with atomic_directory(
-            directory, replace=replace, replaceable=is_model_directory, what="model directory"
-        ) as tmp:
-            write_model_files(tmp, model, cfg)
-            for name, content in (assets or {}).items():
-                (tmp / name).write_bytes(content)
-            (tmp / CARD_FILE).write_text(_card_text(model, cfg, assets or {}, card), "utf-8")
-    except (OSError, SafetensorError) as e:
-        reason = write_failure(e)
-        if reason is None:
-            raise
-        raise DestinationError(f"cannot save {directory}: {reason}") from None
+    with write_directory(
+        directory, replace=replace, replaceable=is_model_directory, what="model directory"
+    ) as tmp:
+        write_model_files(tmp, model, cfg)
+        for name, content in (assets or {}).items():
+            (tmp / name).write_bytes(content)
+        (tmp / CARD_FILE).write_text(_card_text(model, cfg, assets or {}, card), "utf-8")
     return Path(directory)
 
 

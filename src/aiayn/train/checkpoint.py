@@ -23,7 +23,7 @@ from torch import nn
 
 from aiayn.config import ModelConfig
 from aiayn.errors import AiaynError
-from aiayn.files import atomic_directory, sha256_file, write_failure
+from aiayn.files import sha256_file, write_directory
 from aiayn.store.card import CARD_FILE, ModelCard, dataset_files
 from aiayn.store.model_dir import (
     CONFIG_FILE,
@@ -81,22 +81,20 @@ def save_checkpoint(
             not kept, and the previous ones are untouched.
     """
     final = checkpoint_dir(run_dir, update)
-    try:
-        with atomic_directory(final, replace=True, replaceable=is_checkpoint) as tmp:
-            write_model_files(tmp, model, cfg)
-            for name, content in assets.items():
-                (tmp / name).write_bytes(content)
-            tensors, meta = _flatten_optimizer(optimizer.state_dict())
-            save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"meta": json.dumps(meta)})
-            (tmp / TRAINER_FILE).write_text(json.dumps(trainer_state, indent=2))
-            _write_checksums(tmp)
-    except (OSError, SafetensorError) as e:
-        reason = write_failure(e)
-        if reason is None:
-            raise
-        raise CheckpointError(
-            f"cannot save {final}: {reason}; the previous checkpoints are intact"
-        ) from None
+    with write_directory(
+        final,
+        replace=True,
+        replaceable=is_checkpoint,
+        error=CheckpointError,
+        kept="the previous checkpoints are intact",
+    ) as tmp:
+        write_model_files(tmp, model, cfg)
+        for name, content in assets.items():
+            (tmp / name).write_bytes(content)
+        tensors, meta = _flatten_optimizer(optimizer.state_dict())
+        save_file(tensors, str(tmp / OPTIMIZER_FILE), metadata={"meta": json.dumps(meta)})
+        (tmp / TRAINER_FILE).write_text(json.dumps(trainer_state, indent=2))
+        _write_checksums(tmp)
     for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []:
         shutil.rmtree(old, ignore_errors=True)
     return final
