@@ -83,7 +83,7 @@ class BatchStats:
     accepted: int = 0  # requests queued (translations and calls)
     batches: int = 0
     requests: int = 0
-    sentences: int = 0
+    texts: int = 0  # texts translated (a paragraph is one, however many sentences)
     largest: int = 0  # most requests in one batch
     history: list[int] = field(default_factory=list)  # requests per batch, the last 1,000
 
@@ -278,12 +278,12 @@ class TranslationEngine:
             start += len(job.texts)
         self._count(jobs, len(texts))
 
-    def _count(self, jobs: list[_Job], sentences: int) -> None:
+    def _count(self, jobs: list[_Job], texts: int) -> None:
         with self._counting:
             stats = self.stats
             stats.batches += 1
             stats.requests += len(jobs)
-            stats.sentences += sentences
+            stats.texts += texts
             stats.largest = max(stats.largest, len(jobs))
             stats.history = [*stats.history[-999:], len(jobs)]
 
