@@ -80,6 +80,29 @@ def en_de(trained_model_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def fr_de(en_de, tmp_path_factory) -> Path:
+    """A second translator, fr -> de: the test translator with its weights perturbed, so
+    that the two translate the same text differently."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from aiayn.store.model_dir import file_checksum
+
+    model = tmp_path_factory.mktemp("serve") / "fr-de"
+    shutil.copytree(en_de, model)
+    info = json.loads((model / "tokenizer.json").read_text())
+    (model / "tokenizer.json").write_text(json.dumps({**info, "src_lang": "fr"}))
+    weights = load_file(model / "model.safetensors")
+    noise = torch.Generator().manual_seed(0)
+    weights = {k: v + 0.3 * torch.randn(v.shape, generator=noise) for k, v in weights.items()}
+    save_file(weights, model / "model.safetensors")
+    config = json.loads((model / "config.json").read_text())  # weights changed on purpose
+    config["weights"].update(file_checksum(model / "model.safetensors"))
+    (model / "config.json").write_text(json.dumps(config))
+    return model
+
+
+@pytest.fixture(scope="module")
 def server(en_de):
     s = Server(en_de)
     yield s

@@ -52,6 +52,19 @@ def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
     assert _viridis_pixels(image) > 2000, "no attention heatmap in the screenshot"
 
 
+def test_the_page_offers_every_served_pair_and_translates_with_the_chosen_one(en_de, fr_de):
+    sentence = "the dog runs"
+    s = Server(en_de, "--model", str(fr_de))
+    try:
+        dom = _chromium("--dump-dom", f"{s.url}/?q={quote(sentence)}&source=fr&target=de")
+    finally:
+        s.stop()
+    assert '<option value="en de">' in dom.stdout and '<option value="fr de"' in dom.stdout
+    expected = {model: expected_translations(model, [sentence])[0] for model in (en_de, fr_de)}
+    assert expected[en_de] != expected[fr_de]  # the test tells the two apart
+    assert f'<div id="translation">{expected[fr_de]}</div>' in dom.stdout, dom.stderr[-2000:]
+
+
 def _text_in_translation_box(image) -> bool:
     """Dark (text) pixels inside the translation box, found by its background colour."""
     pixels = image.load()

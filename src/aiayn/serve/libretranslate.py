@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import html
 import json
 import re
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +142,7 @@ class LibreTranslate:
                 queue_size=settings.queue_size,
             )
             self.pairs[source, target] = Pair(model, source, target, tokenizer, engine)
-        self.first = next(iter(self.pairs.values()))  # the page's pair
+        self.first = next(iter(self.pairs.values()))  # what requests without languages get
         self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
         self.files = TranslatedFiles()
 
@@ -166,7 +168,7 @@ class LibreTranslate:
         stats = [pair.engine.stats for pair in self.pairs.values()]
         return (
             f"answered {sum(s.requests for s in stats):,} translation requests "
-            f"({sum(s.sentences for s in stats):,} sentences in "
+            f"({sum(s.texts for s in stats):,} texts in "
             f"{sum(s.batches for s in stats):,} batches)"
         )
 
@@ -298,8 +300,7 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:
-        first = service.first
-        return PAGE.replace("__SOURCE__", first.source).replace("__TARGET__", first.target)
+        return PAGE.replace("__PAIRS__", _pair_options(service.pairs.values()))
 
     @app.api_route("/languages", methods=["GET", "POST"])
     async def languages() -> list[dict[str, Any]]:
@@ -449,6 +450,15 @@ def _options(settings: ServeSettings, nbest: int) -> SearchOptions:
         stopping=settings.stopping,
         text=settings.text,  # type: ignore[arg-type]
         split_sentences=settings.split_sentences,
+    )
+
+
+def _pair_options(pairs: Iterable[Pair]) -> str:
+    """The page's ``<option>`` for each served pair, in the order served."""
+    return "".join(
+        f'<option value="{html.escape(p.source)} {html.escape(p.target)}">'
+        f"{html.escape(_name(p.source))} &rarr; {html.escape(_name(p.target))}</option>"
+        for p in pairs
     )
 
 

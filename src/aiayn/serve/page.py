@@ -1,6 +1,9 @@
-"""The web page at ``/``: type a sentence, see its translation, and under it the
-encoder–decoder attention of that translation (plain HTML and a little JavaScript, no build
-step). ``/?q=...`` translates on load, which the browser test uses."""
+"""The web page at ``/``: choose a language pair, type a sentence, see its translation, and
+under it the encoder–decoder attention of that translation (plain HTML and a little
+JavaScript, no build step). ``/?q=...`` translates on load, which the browser test uses;
+``&source=..&target=..`` chooses the pair (the first served one otherwise).
+
+``__PAIRS__`` is replaced by an ``<option value="SOURCE TARGET">`` per served pair."""
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -21,8 +24,9 @@ PAGE = """<!doctype html>
 </head>
 <body>
 <h1>aiayn</h1>
-<p><small>__SOURCE__ &rarr; __TARGET__. The picture shows what each output word attended to
-in the input (encoder&ndash;decoder attention, every layer and head).</small></p>
+<p><select id="pair" aria-label="language pair">__PAIRS__</select>
+<small>The picture shows what each output word attended to in the input
+(encoder&ndash;decoder attention, every layer and head).</small></p>
 <textarea id="source"
   placeholder="Type a sentence (Enter translates, Shift+Enter starts a new line)"></textarea>
 <div><input id="key" placeholder="API key (if the server needs one)" size="30">
@@ -35,6 +39,15 @@ const source = document.getElementById("source");
 const out = document.getElementById("translation");
 const error = document.getElementById("error");
 const picture = document.getElementById("attention");
+const pair = document.getElementById("pair");
+const asked = new URLSearchParams(location.search);
+const askedPair = `${asked.get("source")} ${asked.get("target")}`;
+if ([...pair.options].some((option) => option.value === askedPair)) pair.value = askedPair;
+
+function languages() {
+  const [source, target] = pair.value.split(" ");
+  return {source: source, target: target};
+}
 
 async function translate() {
   const q = source.value.trim();
@@ -44,7 +57,7 @@ async function translate() {
   picture.removeAttribute("src");  // the last translation's picture is not this one's
   picture.alt = "";
   const key = document.getElementById("key").value;
-  const body = {q: q, source: "__SOURCE__", target: "__TARGET__"};
+  const body = {q: q, ...languages()};
   if (key) body.api_key = key;
   const response = await fetch("translate", {method: "POST",
     headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
@@ -52,7 +65,7 @@ async function translate() {
   if (!response.ok) { out.textContent = ""; error.textContent = answer.error; return; }
   out.textContent = answer.translatedText;
   const params = new URLSearchParams({q: q, translation: answer.translatedText,
-    source: "__SOURCE__", target: "__TARGET__"});
+    ...languages()});
   if (key) params.set("api_key", key);
   const png = await fetch("attention.png?" + params);
   if (png.ok) {
@@ -68,7 +81,7 @@ source.addEventListener("keydown", (event) => {  // Enter translates, Shift+Ente
     translate();
   }
 });
-const given = new URLSearchParams(location.search).get("q");
+const given = asked.get("q");
 if (given) { source.value = given; translate(); }
 </script>
 </body>
