@@ -247,23 +247,29 @@ def test_export_on_a_full_disk_keeps_the_old_model(trained_model_dir, tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ct2"]  # no temporary left
 
 
-def test_export_under_a_file_size_limit_is_one_line(trained_model_dir, tmp_path):
-    """A real short write (RLIMIT_FSIZE in a child process: the kernel's EFBIG, the closest
-    safe stand-in for a full disk) through the command line."""
-    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+def _cli_with_file_size_limit(argv: list[str], limit: int) -> subprocess.CompletedProcess:
+    """``aiayn ARGV`` in a child process whose files may not grow past ``limit`` bytes
+    (RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails as on a full disk)."""
     code = (
         "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000));"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}));"
         "from aiayn.cli import main; sys.exit(main(sys.argv[1:]))"
     )
-    argv = ["export", "ct2", str(trained_model_dir), "--out", str(tmp_path / "ct2")]
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code, *argv],
         capture_output=True,
         text=True,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         timeout=300,
     )
+
+
+def test_export_under_a_file_size_limit_is_one_line(trained_model_dir, tmp_path):
+    """A real short write (RLIMIT_FSIZE in a child process: the kernel's EFBIG, the closest
+    safe stand-in for a full disk) through the command line."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+    argv = ["export", "ct2", str(trained_model_dir), "--out", str(tmp_path / "ct2")]
+    done = _cli_with_file_size_limit(argv, 20000)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "cannot write" in line and "size limit" in line, line
@@ -392,20 +398,9 @@ def test_prepare_on_a_full_disk_is_one_line(tmp_path):
     from .data.corpora import make_corpus
 
     paths = make_corpus(tmp_path / "corpus", train=3000)
-    code = (
-        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (8000, 8000));"
-        "from aiayn.cli import main; sys.exit(main(sys.argv[1:]))"
-    )
     argv = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--vocab-size", "60"]
     argv += ["--train", paths["train"], "--valid", paths["valid"], "--out", str(tmp_path / "d")]
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-    )
+    done = _cli_with_file_size_limit(argv, 8000)
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert "Traceback" not in done.stderr and "cannot write" in last, done.stderr
