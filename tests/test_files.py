@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from aiayn.files import DestinationError, atomic_directory, remove_stale_temporaries
+from aiayn.files import DestinationError, remove_stale_temporaries, write_directory
 
 
 def _mine(path):
@@ -13,11 +13,11 @@ def _mine(path):
 
 def test_a_failed_write_leaves_the_old_directory_and_no_temporary(tmp_path):
     dest = tmp_path / "out"
-    with atomic_directory(dest) as tmp:
+    with write_directory(dest) as tmp:
         (tmp / "MINE").write_text("v1")
     with (
         pytest.raises(RuntimeError),
-        atomic_directory(dest, replace=True, replaceable=_mine) as tmp,
+        write_directory(dest, replace=True, replaceable=_mine) as tmp,
     ):
         (tmp / "MINE").write_text("v2")
         raise RuntimeError("crash while writing")
@@ -31,17 +31,17 @@ def test_replace_needs_both_permission_and_ownership(tmp_path):
     (dest / "theirs.txt").write_text("keep")
     with (
         pytest.raises(DestinationError, match="aiayn wrote"),
-        atomic_directory(dest, replace=True, replaceable=_mine),
+        write_directory(dest, replace=True, replaceable=_mine),
     ):
         pass
     (dest / "theirs.txt").unlink()
     (dest / "MINE").write_text("v1")
     with (
         pytest.raises(DestinationError, match="--overwrite"),
-        atomic_directory(dest, replaceable=_mine),
+        write_directory(dest, replaceable=_mine),
     ):
         pass
-    with atomic_directory(dest, replace=True, replaceable=_mine) as tmp:
+    with write_directory(dest, replace=True, replaceable=_mine) as tmp:
         (tmp / "MINE").write_text("v2")
     assert (dest / "MINE").read_text() == "v2"
 

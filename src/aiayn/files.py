@@ -1,7 +1,7 @@
 """Writing and checking files: directories that appear whole or not at all (the one way aiayn
 writes a dataset, a model directory or a checkpoint), and checksums.
 
-``atomic_directory(dest)`` hands out an empty temporary directory beside ``dest`` and, when
+``write_directory(dest)`` hands out an empty temporary directory beside ``dest`` and, when
 the work succeeds, renames it to ``dest``; an interrupted or failed write leaves ``dest`` as
 it was. Temporary names carry the writer's process id, so the next write to the same
 place removes those of writers that no longer run (a killed ``prepare``, a crash while
@@ -32,40 +32,6 @@ class DestinationError(AiaynError):
 
 
 @contextmanager
-def atomic_directory(
-    dest: str | Path,
-    *,
-    replace: bool = False,
-    replaceable: Callable[[Path], bool] = lambda _: False,
-    what: str = "directory",
-) -> Iterator[Path]:
-    """Yield an empty temporary directory that becomes ``dest`` when the block succeeds.
-
-    Args:
-        dest: the directory to create.
-        replace: an existing ``dest`` may be replaced (only if ``replaceable`` says so).
-        replaceable: whether an existing ``dest`` is something this writer may replace
-            (e.g. a dataset aiayn wrote); anything else is refused.
-        what: what ``dest`` is, for error messages.
-
-    Raises:
-        DestinationError: ``dest`` exists and may not be replaced.
-    """
-    dest = Path(dest)
-    check_destination(dest, replace=replace, replaceable=replaceable, what=what)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(dest)
-    tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}-{next(_counter)}"
-    tmp.mkdir()
-    try:
-        yield tmp
-        _apply_umask(tmp)
-        _swap_into_place(tmp, dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-@contextmanager
 def write_directory(
     dest: str | Path,
     *,
@@ -75,20 +41,36 @@ def write_directory(
     error: type[AiaynError] = DestinationError,
     kept: str = "nothing was changed there",
 ) -> Iterator[Path]:
-    """``atomic_directory``, with a failed write (a full or read-only disk) raised as one line.
+    """Yield an empty temporary directory that becomes ``dest`` when the block succeeds.
 
     What was at ``dest`` before stays as it was, and no partial directory is left: the new
     one is written beside it and swapped in only once complete.
 
+    Args:
+        dest: the directory to create.
+        replace: an existing ``dest`` may be replaced (only if ``replaceable`` says so).
+        replaceable: whether an existing ``dest`` is something this writer may replace
+            (e.g. a dataset aiayn wrote); anything else is refused.
+        what: what ``dest`` is, for error messages.
+        error, kept: how a write the disk refused is raised (``disk_refusals_in_one_line``).
+
     Raises:
-        DestinationError: ``dest`` may not be replaced.
-        error: the disk refused the write (``disk_refusals_in_one_line``).
+        DestinationError: ``dest`` exists and may not be replaced.
+        error: the disk refused the write.
     """
-    with (
-        disk_refusals_in_one_line(dest, error=error, kept=kept),
-        atomic_directory(dest, replace=replace, replaceable=replaceable, what=what) as tmp,
-    ):
-        yield tmp
+    dest = Path(dest)
+    check_destination(dest, replace=replace, replaceable=replaceable, what=what)
+    with disk_refusals_in_one_line(dest, error=error, kept=kept):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(dest)
+        tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}-{next(_counter)}"
+        tmp.mkdir()
+        try:
+            yield tmp
+            _apply_umask(tmp)
+            _swap_into_place(tmp, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager

@@ -49,7 +49,7 @@ def is_export(target: str, marker: str) -> bool:
 
 
 def exported_by_aiayn(target: str) -> Callable[[Path], bool]:
-    """The ``replaceable`` test of ``files.atomic_directory`` for a ``target`` export: the
+    """The ``replaceable`` test of ``files.write_directory`` for a ``target`` export: the
     directory holds aiayn's marker for that target and nothing the marker does not list
     (a file a user put there since keeps the directory from being replaced)."""
 
