@@ -7,8 +7,8 @@ import torch
 
 from aiayn.config import EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
-from aiayn.decode.stepper import UncachedTransformerStepper
 from aiayn.decode.search import length_batches
+from aiayn.decode.stepper import UncachedTransformerStepper
 from aiayn.models import build_model
 
 from ..conftest import REPO_ROOT
