@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh machine and run the test suite (the README's test command).
+# Everything installs into .venv (see scripts/venv.sh); arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet torch==2.13.0
-python3 -m pip install --quiet -e ".[dev]"
+source scripts/venv.sh dev
 bash scripts/install_chromium.sh || true  # the page test skips, saying why, without it
-python3 -m pytest -q "$@"
+python -m pytest -q "$@"

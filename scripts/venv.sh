@@ -1,0 +1,21 @@
+# Sourced by run.sh and test.sh: create the virtual environment .venv in the repository root
+# (once), install PyTorch and then aiayn into it, and activate it. Works where pip refuses to
+# install into the system's Python (PEP 668: Debian 12+, Ubuntu 23.04+, Homebrew).
+#   source scripts/venv.sh EXTRA   # EXTRA: "" for the library, "dev" for the tests and docs
+# Afterwards, in a shell of your own: source .venv/bin/activate
+venv_python="${AIAYN_PYTHON:-python3}"
+if ! "$venv_python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+    echo "aiayn needs Python 3.10 or newer as $venv_python (set AIAYN_PYTHON=/path/to/python3.X)" >&2
+    exit 2
+fi
+if [ ! -x .venv/bin/python ]; then
+    if ! "$venv_python" -m venv .venv; then
+        rm -rf .venv
+        echo "could not create .venv: on Debian or Ubuntu, apt install python3-venv, then run this again" >&2
+        exit 2
+    fi
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+python -m pip install --quiet torch==2.13.0
+python -m pip install --quiet -e ".${1:+[$1]}"
