@@ -294,6 +294,94 @@ def test_export_onto_a_read_only_file_system_is_one_line(trained_model_dir, tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+# -- exports and averages never take what is not theirs -----------------------------------
+
+
+def _forge_marker(directory: Path, names: list[str]) -> None:
+    """Edit an export's marker to claim ``names`` as its own, as a user (or a script) might."""
+    marker = directory / "aiayn-export.json"
+    data = json.loads(marker.read_text())
+    data["files"] = {**data["files"], **dict.fromkeys(names, "0" * 64)}
+    marker.write_text(json.dumps(data))
+
+
+def test_a_forged_hf_marker_never_gets_a_users_file_deleted(trained_model_dir, tmp_path, capsys):
+    pytest.importorskip("transformers", reason="transformers is a dev dependency")
+    from aiayn.cli import main
+
+    out = tmp_path / "hf"
+    argv = ["export", "hf", str(trained_model_dir), "--out", str(out), "--overwrite"]
+    assert main(argv) == 0
+    (out / "thesis.txt").write_text("precious")
+    _forge_marker(out, ["thesis.txt"])
+    for listed_as_is in (False, True):  # a name with a made-up hash; the old list form
+        if listed_as_is:
+            marker = json.loads((out / "aiayn-export.json").read_text())
+            marker["files"] = sorted(marker["files"])
+            (out / "aiayn-export.json").write_text(json.dumps(marker))
+        capsys.readouterr()
+        assert main(argv) == 2
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert "left alone" in line, line
+        assert (out / "thesis.txt").read_text() == "precious"
+
+
+def test_an_edited_export_file_keeps_the_export_from_being_replaced(trained_model_dir, tmp_path):
+    """A file of the export that a user changed since is theirs now: its hash no longer
+    matches the marker."""
+    pytest.importorskip("transformers", reason="transformers is a dev dependency")
+    from aiayn.files import DestinationError
+    from aiayn.interop.hf import export_hf
+
+    out = export_hf(trained_model_dir, tmp_path / "hf")
+    export_hf(trained_model_dir, out, overwrite=True)  # untouched: replaced
+    (out / "README.md").write_text("my own notes")
+    with pytest.raises(DestinationError, match="left alone"):
+        export_hf(trained_model_dir, out, overwrite=True)
+    assert (out / "README.md").read_text() == "my own notes"
+
+
+def test_a_forged_argos_package_is_never_replaced(trained_model_dir, tmp_path):
+    """A zip that carries an aiayn marker but also a file the marker does not prove it wrote
+    (a user's package with a copied marker) is left alone."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev dependency")
+    pytest.importorskip("onnx", reason="onnx is a dev dependency")
+    import zipfile
+
+    from aiayn.interop.argos import export_argos, is_argos_export
+
+    out = export_argos(trained_model_dir, tmp_path / "p.argosmodel", from_code="en", to_code="de")
+    assert is_argos_export(out)
+    forged = tmp_path / "mine.argosmodel"
+    with zipfile.ZipFile(out) as z, zipfile.ZipFile(forged, "w") as w:
+        marker = next(n for n in z.namelist() if n.endswith("/aiayn-export.json"))
+        top = marker.split("/")[0]
+        w.writestr(marker, z.read(marker))
+        w.writestr(f"{top}/thesis.txt", "precious")
+    assert not is_argos_export(forged)
+    from aiayn.files import DestinationError
+
+    with pytest.raises(DestinationError, match="left alone"):
+        export_argos(trained_model_dir, forged, from_code="en", to_code="de", overwrite=True)
+    with zipfile.ZipFile(forged) as z:
+        assert z.read(f"{top}/thesis.txt") == b"precious"
+
+
+def test_average_over_an_existing_model_needs_overwrite(trained_model_dir, tmp_path, capsys):
+    from aiayn.cli import main
+
+    out = tmp_path / "avg"
+    argv = ["average", str(trained_model_dir), "--out", str(out)]
+    assert main(argv) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(argv) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "--overwrite" in line, line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main([*argv, "--overwrite"]) == 0
+
+
 # -- prepare: what it reads, how it writes --------------------------------------------------
 
 

@@ -21,6 +21,7 @@ import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from aiayn.errors import AiaynError
 
@@ -204,8 +205,13 @@ def _running(pid: int) -> bool:
 
 
 def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+        return sha256_stream(f)
+
+
+def sha256_stream(stream: BinaryIO) -> str:
+    """The SHA-256 of what ``stream`` holds from where it is, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    for block in iter(lambda: stream.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()

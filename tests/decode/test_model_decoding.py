@@ -7,8 +7,8 @@ import torch
 
 from aiayn.config import EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
+from aiayn.decode.search import length_batches
 from aiayn.decode.stepper import UncachedTransformerStepper
-from aiayn.decode.translator import _length_batches
 from aiayn.models import build_model
 
 from ..conftest import REPO_ROOT
@@ -139,7 +139,7 @@ def test_both_profiles_translate_alike(copy_models):
 
 def test_length_batches_fill_from_the_longest_and_leave_the_shortest_last():
     lengths = [3, 9, 4, 9, 2, 5, 8, 3]
-    batches = _length_batches(list(range(len(lengths))), lengths, batch_tokens=18)
+    batches = length_batches(list(range(len(lengths))), lengths, batch_tokens=18)
     assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
     for batch in batches:
         assert len(batch) * max(lengths[i] for i in batch) <= 18

@@ -246,8 +246,32 @@ OPENAI_CASES = [
     ("n 2", "POST", "/v1/completions", _ask(prompt="to", n=2), 400, "n: only 1"),
     ("JSON 100,000 deep", "POST", "/v1/completions",
      _ask_raw('"prompt": ' + "[" * 100_000 + "]" * 100_000), 400, "nested deeper"),
-    ("stream 'false' does not stream", "POST", "/v1/completions",
-     _ask(prompt="to be", max_tokens=3, stream="false"), 200, '"text_completion"'),
+    ("stream 'false', a string", "POST", "/v1/completions",
+     _ask(prompt="to be", max_tokens=3, stream="false"), 400, "stream must be true or false"),
+    ("stream 'yes' in a chat", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to"}], stream="yes"), 400,
+     "stream must be true or false"),
+    ("temperature '0.5', a string", "POST", "/v1/completions",
+     _ask(prompt="to", temperature="0.5"), 400, "temperature must be a number"),
+    ("max_tokens '3', a string", "POST", "/v1/completions", _ask(prompt="to", max_tokens="3"),
+     400, "max_tokens must be a whole number"),
+    ("seed '1', a string", "POST", "/v1/completions", _ask(prompt="to", seed="1"), 400,
+     "seed must be a whole number"),
+    ("include_usage 'true', a string", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to"}], stream=True,
+          stream_options={"include_usage": "true"}), 400, "include_usage must be true or false"),
+    ("chat part with text null", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": [{"type": "text", "text": None}]}]), 400,
+     "text is a string"),
+    ("chat part without text", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": [{"type": "text"}]}]), 400, "text is a string"),
+    ("chat top_logprobs without logprobs", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to"}], top_logprobs=3), 400,
+     "top_logprobs is not supported"),
+    ("chat message over --char-limit", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to be " * 1600}]), 400, "more than the limit"),
+    ("chat of 2,000 messages", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to"}] * 2000), 400, "more than the limit"),
     ("models.retrieve of another name", "GET", "/v1/models/gpt-4", {}, 404, "does not exist"),
     ("HEAD /v1/models", "HEAD", "/v1/models", {}, 200, ""),
 ]  # fmt: skip
@@ -303,6 +327,64 @@ def test_the_language_model_server_survives_its_clients(lm_server, lm_dir):
         assert done.status_code == 200, done.text
     health = httpx.get(lm_server.url + "/health").json()
     assert health["workers"] == 1 and health["workers_restarted"] == 0
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time of ``pids`` (those still running), in seconds."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def test_abandoned_completions_stop_at_the_timeout_and_sigterm_ends_the_server(lm_dir):
+    """400 prompts x 200 tokens, abandoned by a client that stops waiting: the generating
+    process stops once the server's --timeout is spent (its CPU time stops growing); a
+    stream under way when SIGTERM comes ends by the same limit, and the server with it."""
+    server = PortZeroServer(lm_dir, "--workers", "1", "--timeout", "3")
+    try:
+        generators = [
+            p
+            for p in children(server.proc.pid)
+            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        assert generators  # completions are generated in a process of their own
+        body = {"model": "best", "prompt": ["to be"] * 400, "max_tokens": 200}
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(server.url + "/v1/completions", json=body, timeout=1)
+        time.sleep(4)  # past the server's time limit
+        spent = _cpu_seconds(generators)
+        time.sleep(2)
+        assert _cpu_seconds(generators) - spent < 0.3  # idle: the work stopped
+        answer = httpx.post(server.url + "/v1/completions", json=body, timeout=30)
+        assert answer.status_code == 503 and "Timed out" in answer.text, answer.text[:200]
+        stream = {**body, "prompt": "to be", "max_tokens": 2048, "stream": True}
+        with httpx.stream("POST", server.url + "/v1/completions", json=stream, timeout=30) as r:
+            lines = r.iter_lines()
+            next(lines)
+            started = time.monotonic()
+            server.proc.send_signal(signal.SIGTERM)
+            server.proc.wait(timeout=30)
+        assert time.monotonic() - started < 15
+        assert server.proc.returncode in (0, -signal.SIGTERM)
+        left = time.monotonic() + 10
+        while time.monotonic() < left and any(_alive(p) for p in generators):
+            time.sleep(0.1)
+        running = [Path(f"/proc/{p}/cmdline").read_bytes() for p in generators if _alive(p)]
+        assert running == []
+    finally:
+        server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _rss_mb(pid: int) -> float:
@@ -437,22 +519,25 @@ def test_one_bad_request_never_fails_its_batch():
     assert together and ["BAD"] in decoder.batches  # batched together, then decoded apart
 
 
+class _CountingGenerator:
+    """A generator in the test's process: tokens 0, 1, 2, ... until ``on_token`` says stop."""
+
+    eos = None
+
+    def generate(self, request, on_token) -> str:
+        for token in range(request.max_new_tokens):
+            if not on_token(token):
+                return "stopped"
+        return "length"
+
+    def close(self) -> None:
+        pass
+
+
 def test_a_dead_generation_worker_is_replaced():
-    from aiayn.config import ModelConfig
-    from aiayn.models import build_model
     from aiayn.serve.engine import Generation, LanguageModelEngine
 
-    cfg = ModelConfig(
-        src_vocab_size=0,
-        tgt_vocab_size=20,
-        d_model=16,
-        n_heads=2,
-        d_ff=32,
-        n_encoder_layers=0,
-        n_decoder_layers=1,
-        dropout=0.0,
-    )
-    engine = LanguageModelEngine(build_model(cfg).eval(), None, workers=1)
+    engine = LanguageModelEngine([_CountingGenerator()])
     ended = threading.Event()
 
     def die(_token: int) -> None:
@@ -466,7 +551,19 @@ def test_a_dead_generation_worker_is_replaced():
     tokens: list[int] = []
     engine.submit(Generation([1], 3, 1.0, 1.0, 2**64 - 1, tokens.append, lambda _e: ended.set()))
     engine.close()
-    assert engine.restarted == 1 and len(tokens) == 3
+    assert engine.restarted == 1 and tokens == [0, 1, 2]
+
+
+def test_a_generation_whose_time_ran_out_in_the_queue_never_starts():
+    from aiayn.serve.engine import Generation, LanguageModelEngine
+
+    engine = LanguageModelEngine([_CountingGenerator()])
+    tokens: list[int] = []
+    errors: list[BaseException | None] = []
+    late = time.monotonic() - 1
+    engine.submit(Generation([1], 3, 1.0, 1.0, None, tokens.append, errors.append, late))
+    engine.close()
+    assert tokens == [] and isinstance(errors[0], TimeoutError)
 
 
 @pytest.mark.parametrize(

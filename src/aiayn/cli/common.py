@@ -131,6 +131,57 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
         help="natural text: translate each sentence of a line (or request) on its own, "
         "joined back with the line's spacing (default: on)",
     )
+    add_term_options(parser)
+
+
+def add_term_options(parser: argparse.ArgumentParser) -> None:
+    """Protected spans, glossary and minimum confidence (``aiayn translate`` and ``aiayn
+    serve``, where they are the requests' defaults)."""
+    parser.add_argument(
+        "--no-protect",
+        dest="protect",
+        action="store_false",
+        help="natural text: translate placeholders ({{x}}, {x}, %%s, %%(name)s, $VAR, ${x}), "
+        "inline code, URLs and e-mail addresses like any text (default: kept verbatim)",
+    )
+    parser.add_argument(
+        "--protect",
+        dest="protect_patterns",
+        metavar="REGEX",
+        action="append",
+        default=[],
+        help="also keep verbatim what this regular expression matches (repeatable)",
+    )
+    parser.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="TSV, one 'source term<TAB>target term' a line: the target term is imposed where "
+        "the source term occurs (whole words, any case; see docs/how-to/glossary.md)",
+    )
+    parser.add_argument(
+        "--min-confidence",
+        type=number(minimum=0.0, maximum=1.0),
+        default=0.0,
+        metavar="X",
+        help="a line translated with a confidence below X (0 to 1) is given back as its "
+        "source, flagged (default 0: every translation kept)",
+    )
+
+
+def term_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``SearchOptions`` fields of ``add_term_options``' options, the glossary read.
+
+    Raises:
+        GlossaryError: the glossary file cannot be used (one line).
+    """
+    from aiayn.text.glossary import read_glossary
+
+    return {
+        "protect": args.protect,
+        "protect_patterns": tuple(args.protect_patterns),
+        "glossary": read_glossary(args.glossary) if args.glossary else None,
+        "min_confidence": args.min_confidence,
+    }
 
 
 def search_precision(requested: str, device: torch.device) -> str:

@@ -15,6 +15,7 @@ from aiayn.cli.common import (
     log,
     number,
     search_precision,
+    term_options,
 )
 
 
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         stopping=args.stopping,
         text=args.text,
         split_sentences=args.split_sentences,
+        **term_options(args),
         batch_tokens=args.batch_tokens,
         max_wait_ms=args.max_wait_ms,
         queue_size=args.queue_size,

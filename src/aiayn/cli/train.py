@@ -33,6 +33,11 @@ def add_parsers(sub) -> None:
         help="with a run directory: how many of its last checkpoints",
     )
     average.add_argument("--out", required=True, help="model directory to write")
+    average.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a model directory aiayn wrote at --out (nothing else is ever replaced)",
+    )
     average.set_defaults(handler=run_average)
 
 
@@ -98,7 +103,9 @@ def run_average(args: argparse.Namespace) -> int:
             f"--out {out}: the run's own {out.name!r}, which training writes; "
             "choose another path (e.g. RUN/average)"
         )
-    check_destination(out, replace=True, replaceable=is_model_directory, what="model directory")
+    check_destination(
+        out, replace=args.overwrite, replaceable=is_model_directory, what="model directory"
+    )
     paths = [Path(p) for p in args.paths]
     if any(out.resolve() == p.resolve() for p in paths):
         raise UsageError(f"--out {out}: one of the models being averaged; choose another path")
@@ -112,6 +119,6 @@ def run_average(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: not a checkpoint or model directory")
     model, cfg = average_checkpoints(paths)
     card = averaged_card(paths, args.command_line)
-    save_model(model, cfg, out, assets=model_assets(paths[-1]), card=card)
+    save_model(model, cfg, out, assets=model_assets(paths[-1]), replace=args.overwrite, card=card)
     print(f"averaged {len(paths)} checkpoints ({paths[0].name} .. {paths[-1].name}) -> {out}")
     return 0

@@ -20,6 +20,7 @@ from aiayn.cli.common import (
     integer,
     log,
     search_precision,
+    term_options,
 )
 from aiayn.config import BleuTokenize
 
@@ -59,6 +60,11 @@ def add_parsers(sub) -> None:
         choices=["text", "html"],
         default="text",
         help="html: each line is an HTML document; its text is translated, its markup kept",
+    )
+    t.add_argument(
+        "--scores",
+        action="store_true",
+        help="each output line is 'confidence<TAB>translation', the confidence in [0, 1]",
     )
     t.add_argument("--ref", help="reference file: print BLEU and chrF after translating")
     t.add_argument(
@@ -167,6 +173,7 @@ def run_translate(args: argparse.Namespace) -> int:
         text=args.text,
         split_sentences=args.split_sentences,
         format=args.format,
+        **term_options(args),
     )
     translator.check(options)
     if args.input or args.output or references is not None:
@@ -179,7 +186,7 @@ def run_translate(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         results = translator.translate(lines, options, warn=log, target_token=args.target_token)
         seconds = time.perf_counter() - start
-        _write(args.output, "".join(_format(i, h, args.nbest) for i, h in enumerate(results)))
+        _write(args.output, "".join(_format(i, h, args) for i, h in enumerate(results)))
     else:  # standard input to standard output: each line answered once it is read
         lines, results, seconds = [], [], 0.0
         for chunk in ready_lines(sys.stdin.buffer):
@@ -187,7 +194,7 @@ def run_translate(args: argparse.Namespace) -> int:
             found = translator.translate(chunk, options, warn=log, target_token=args.target_token)
             seconds += time.perf_counter() - start
             first = len(lines)
-            _write(None, "".join(_format(first + i, h, args.nbest) for i, h in enumerate(found)))
+            _write(None, "".join(_format(first + i, h, args) for i, h in enumerate(found)))
             lines += chunk
             results += found
     log(
@@ -254,10 +261,19 @@ def _reader(stream: BinaryIO) -> tuple[Callable[[], bytes], Callable[[], bool]]:
     return (lambda: os.read(fd, 1 << 16)), (lambda: bool(select.select([fd], [], [], 0)[0]))
 
 
-def _format(index: int, hyps, nbest: int) -> str:
-    if nbest == 1:
-        return f"{hyps[0].text}\n"
-    return "".join(f"{index} ||| {h.text} ||| {h.score:.4f}\n" for h in hyps)
+def _format(index: int, hyps, args: argparse.Namespace) -> str:
+    """One input line's output: its translation (with --scores, after its confidence and a
+    tab), or with --nbest its hypotheses 'N ||| text ||| score' (and '||| confidence'). A
+    line given back below --min-confidence is said on standard error."""
+    if hyps[0].flagged:
+        log(
+            f"line {index + 1}: confidence {hyps[0].confidence:.3f} is below --min-confidence "
+            f"{args.min_confidence:g}: the source is given back"
+        )
+    if args.nbest == 1 or hyps[0].flagged:
+        return f"{hyps[0].confidence:.4f}\t{hyps[0].text}\n" if args.scores else f"{hyps[0].text}\n"
+    extra = (lambda h: f" ||| {h.confidence:.4f}") if args.scores else (lambda h: "")
+    return "".join(f"{index} ||| {h.text} ||| {h.score:.4f}{extra(h)}\n" for h in hyps)
 
 
 def _check_writable(output: str | None) -> None:

@@ -119,7 +119,7 @@ def beam_search(
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
         lp = best_possible_lp[active] if stopping == "exact" else length_penalty(step + 1, alpha)
-        done = _done(stopping, alive, pool.scores[active], nbest=nbest, bound_lp=lp)  # (A,)
+        done = _done(stopping, alive, pool.ranks[active], nbest=nbest, bound_lp=lp)  # (A,)
         if done.all():
             break
         rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
@@ -168,12 +168,16 @@ def _restrict(log_probs: Tensor, *, at_max: Tensor, specials: SpecialIds) -> Non
         log_probs[at_max, specials.eos] = eos
 
 
+DEMOTED = 1e6  # subtracted from the rank of a hypothesis that finished without its constraints
+
+
 class _Pool:
     """The K best finished hypotheses of each sentence, as tensors."""
 
     def __init__(self, b: int, k: int, width: int, device: torch.device, specials: SpecialIds):
         self.specials = specials
-        self.scores = torch.full((b, k), NEG_INF, device=device)  # (B, K), sorted descending
+        self.ranks = torch.full((b, k), NEG_INF, device=device)  # (B, K), sorted descending
+        self.scores = torch.full((b, k), NEG_INF, device=device)  # (B, K), as ranks, undemoted
         self.log_probs = torch.full((b, k), NEG_INF, device=device)  # (B, K)
         self.tokens = torch.full((b, k, width), specials.pad, dtype=torch.long, device=device)
         self.lengths = torch.zeros((b, k), dtype=torch.long, device=device)  # with EOS
@@ -187,6 +191,7 @@ class _Pool:
         *,
         length: int,
         alpha: float | None,
+        demote: Tensor | None = None,
     ) -> None:
         """Merge the candidates that end in EOS now into the pool, keeping the K best.
 
@@ -196,18 +201,23 @@ class _Pool:
             log_probs: (A, 2K) candidate log-probabilities, EOS included.
             finished: (A, 2K) which candidates are finished hypotheses.
             length: |Y| of these candidates (EOS included).
+            demote: (A, 2K) candidates ranked below every other (a constrained search's
+                hypotheses that ended, at the maximum length, without their constraints).
         """
         a, c, _ = prefixes.shape
         scores = (log_probs / length_penalty(length, alpha)).masked_fill(~finished, NEG_INF)
+        ranks = scores if demote is None else scores - DEMOTED * demote.float()
         tokens = torch.full(
             (a, c, self.tokens.size(2)), self.specials.pad, dtype=torch.long, device=prefixes.device
         )  # (A, 2K, width)
         tokens[:, :, :length] = prefixes
         tokens[:, :, length] = self.specials.eos
         k = self.scores.size(1)
+        all_ranks = torch.cat([self.ranks[sentences], ranks], dim=1)  # (A, 3K)
+        best, keep = all_ranks.topk(k, dim=1)  # (A, K)
+        self.ranks[sentences] = best
         all_scores = torch.cat([self.scores[sentences], scores], dim=1)  # (A, 3K)
-        best, keep = all_scores.topk(k, dim=1)  # (A, K)
-        self.scores[sentences] = best
+        self.scores[sentences] = all_scores.gather(1, keep)
         all_log_probs = torch.cat([self.log_probs[sentences], log_probs], dim=1)  # (A, 3K)
         self.log_probs[sentences] = all_log_probs.gather(1, keep)
         lengths = torch.cat([self.lengths[sentences], self.lengths.new_full((a, c), length)], 1)

@@ -28,6 +28,7 @@ def greedy_search(
     specials: SpecialIds = DEFAULT_SPECIALS,
     argmax: ArgmaxFunction = plain_argmax,
     leave_after: float = LEAVE_AFTER,
+    log_probs: Tensor | None = None,
 ) -> Tensor:
     """Decode each sentence until it emits EOS or reaches its maximum length. Sentences
     that have ended leave the batch together (``decoder.reorder``), so later steps compute
@@ -49,6 +50,10 @@ def greedy_search(
         argmax: how each row's token is picked: ``plain_argmax`` (``Tensor.argmax``), or a
             profile's (``model.profile.argmax``: the same token).
         leave_after: when ended sentences leave the batch (above); 0: as soon as they end.
+        log_probs: a (B, T) float tensor (T at least the longest output) that receives each
+            output token's log-probability by the model (0 after EOS), as a beam search's
+            scores are (PAD and BOS keep their share of the softmax): a translation's
+            confidence; None: not computed (a log-sum-exp per row and step saved).
 
     Returns:
         (B, T) output ids without BOS; each row ends with EOS, then PAD.
@@ -69,9 +74,13 @@ def greedy_search(
     waste = 0  # rows computed for ended sentences since the batch last changed
     for step in range(out.size(1)):
         scores, state = decoder.step(token[:, None], state, normalize=False)  # (A, V)
+        total = None if log_probs is None else scores.float().logsumexp(dim=1)  # (A,)
         forbid_specials(scores, specials)
         token = argmax(scores).masked_fill(step + 1 >= limit[active], specials.eos)  # (A,)
         out[active, step] = token.masked_fill_(ended, specials.pad)
+        if total is not None:
+            chosen = scores.gather(1, token[:, None]).squeeze(1).float()  # (A,)
+            log_probs[active, step] = (chosen - total).masked_fill_(ended, 0.0)
         ended |= token == specials.eos
         n_ended = int(ended.sum())
         if n_ended == len(active):

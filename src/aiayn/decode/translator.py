@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -14,15 +15,27 @@ import torch
 from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
-from aiayn.decode.beam import STOPPING, beam_search
-from aiayn.decode.greedy import greedy_search
+from aiayn.decode.beam import STOPPING
+from aiayn.decode.constrained import Constraints
+from aiayn.decode.search import length_batches, pad, search
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
+from aiayn.decode.terms import (
+    Translation,
+    check_terms,
+    constraints_of,
+    join,
+    keep_confident,
+    mark,
+    render_documents,
+)
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.store import load_model
+from aiayn.text.glossary import Glossary
 from aiayn.text.html import HtmlText
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
-from aiayn.text.sentences import Paragraph, split_paragraph
+from aiayn.text.protect import ProtectError
+from aiayn.text.sentences import split_paragraph
 
 TextMode = Literal["natural", "raw"]
 TextFormat = Literal["text", "html"]
@@ -54,6 +67,11 @@ class SearchOptions:
     text: TextMode = "natural"  # raw: each line to the subword model as it is (research)
     split_sentences: bool = True  # natural: translate a line's sentences one by one
     format: TextFormat = "text"  # html: each line is an HTML document (aiayn.text.html)
+    # natural text: placeholders, inline code, URLs, e-mails kept verbatim (aiayn.text.protect)
+    protect: bool = True
+    protect_patterns: tuple[str, ...] = ()  # the user's own regexes, protected too
+    glossary: Glossary | None = None  # target terms imposed for source terms (natural text)
+    min_confidence: float = 0.0  # a line translated with less: its source given back, flagged
 
     def __post_init__(self) -> None:
         """Refuse values the search cannot use, as the command line's options do.
@@ -90,6 +108,11 @@ class SearchOptions:
             raise TranslationError(
                 f"SearchOptions.alpha = {alpha!r}: expected None or a finite number >= 0"
             )
+        problem = check_terms(
+            self.min_confidence, self.protect, self.protect_patterns, self.glossary
+        )
+        if problem:
+            raise TranslationError(problem)
         for name, allowed in (
             ("on_long", ("truncate", "error")),
             ("precision", get_args(Precision)),
@@ -103,15 +126,6 @@ class SearchOptions:
 
 
 MAX_BEAM = 1024  # a larger beam is a mistake (its memory grows with beam × vocabulary)
-
-
-@dataclass(frozen=True)
-class Translation:
-    """One translation: its text, its length-normalised log-probability and its target ids."""
-
-    text: str
-    score: float  # length-normalised log-probability (0.0 for greedy and empty input)
-    tokens: list[int]
 
 
 class Translator:
@@ -241,9 +255,10 @@ class Translator:
         _check_options(options)
         _check_text_options(options)
         if options.text == "raw":
-            return self._translate_texts(
+            found = self._translate_texts(
                 [line.strip() for line in lines], options, warn, target_token
             )
+            return keep_confident(lines, found, options.min_confidence)
         html = options.format == "html"
         documents = [HtmlText(line) for line in lines] if html else []
         units = [t for d in documents for t in d.texts] if html else list(lines)
@@ -255,23 +270,46 @@ class Translator:
         paragraphs = [
             split_paragraph(u, self.src_lang, split=options.split_sentences) for u in units
         ]
-        sources = [self.src_text.prepare(s) for p in paragraphs for s in p.sentences]
         places = [
             f"line {n}" if len(p.sentences) == 1 else f"line {n}, sentence {k}"
             for n, p in zip(unit_lines, paragraphs, strict=True)
             for k in range(1, len(p.sentences) + 1)
         ]
-        found = self._translate_texts(sources, options, warn, target_token, places)
-        joined = _join(paragraphs, found, self.tgt_text.restore, options.nbest)
-        if not html:
-            return joined
-        results, start = [], 0
-        for document in documents:
-            end = start + len(document.texts)
-            text = document.render([hyps[0].text for hyps in joined[start:end]])
-            results.append([Translation(text, 0.0, [])])
-            start = end
-        return results
+        found = self._translate_sentences(
+            [s for p in paragraphs for s in p.sentences], places, options, warn, target_token
+        )
+        joined = join(paragraphs, found, options.nbest)
+        if html:
+            joined = render_documents(documents, joined)
+        return keep_confident(lines, joined, options.min_confidence)
+
+    def _translate_sentences(
+        self,
+        sentences: list[str],
+        places: list[str],
+        options: SearchOptions,
+        warn,
+        target_token: str | None,
+    ) -> list[list[Translation]]:
+        """Natural sentences' translations, restored to natural text, with their protected
+        spans and glossary terms (``aiayn.decode.terms``)."""
+        try:
+            marked = mark(
+                sentences,
+                places,
+                protect=options.protect,
+                patterns=options.protect_patterns,
+                glossary=options.glossary,
+            )
+        except ProtectError as e:
+            raise TranslationError(str(e)) from None
+        sources = [self.src_text.prepare(m.text) for m in marked]
+        constraints = constraints_of(marked, self.tgt_text.prepare, self.tgt_tokenizer, warn)
+        found = self._translate_texts(sources, options, warn, target_token, places, constraints)
+        return [
+            [dataclasses.replace(h, text=m.finish(self.tgt_text.restore(h.text))) for h in hyps]
+            for m, hyps in zip(marked, found, strict=True)
+        ]
 
     def _translate_texts(
         self,
@@ -280,6 +318,7 @@ class Translator:
         warn,
         target_token: str | None,
         places: list[str] | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Translation]]:
         """Translate ``texts`` as the subword model reads them; ``places`` names each in a
         warning or error (default: "line N", N counted from 1)."""
@@ -290,14 +329,19 @@ class Translator:
         if places is None:
             places = [f"line {n}" for n in range(1, len(ids) + 1)]
         ids = [self._fit(place, row, options, warn) for place, row in zip(places, ids, strict=True)]
-        return self.translate_ids(ids, options)
+        return self.translate_ids(ids, options, constraints=constraints)
 
     def translate_ids(
         self,
         sources: Sequence[Sequence[int]],
         options: SearchOptions = SearchOptions(),
+        *,
+        constraints: Constraints | None = None,
     ) -> list[list[Translation]]:
         """Translate subword ids (without EOS); an empty source gives an empty translation.
+        ``constraints``: per source, target id sequences its translation must hold
+        (``aiayn.decode.constrained``; a source with some is searched with a beam of at
+        least ``GREEDY_FALLBACK_BEAM``).
 
         Raises:
             TranslationError: a source that is not a sequence of ids of the vocabulary, or
@@ -306,15 +350,23 @@ class Translator:
         _check_options(options)
         self.check(options)
         self._check_ids(sources)
+        if constraints is not None and len(constraints) != len(sources):
+            raise TranslationError(
+                f"{len(constraints)} constraint lists for {len(sources)} sources"
+            )
         results: list[list[Translation]] = [[Translation("", 0.0, [])] for _ in sources]
         todo = [i for i, row in enumerate(sources) if len(row)]
+        held = [i for i in todo if constraints is not None and constraints[i]]
         lengths = [len(row) + 1 for row in sources]
         stepper = self._stepper(options.precision)
-        for batch in _length_batches(todo, lengths, options.batch_tokens):
-            eos, pad = self.model.specials.eos, self.model.specials.pad
-            src = _pad([[*sources[i], eos] for i in batch], pad).to(self.device)
-            for i, hyps in zip(batch, self._search(stepper, src, options), strict=True):
-                results[i] = hyps
+        for group, terms in ((sorted(set(todo) - set(held)), None), (held, constraints)):
+            for batch in length_batches(group, lengths, options.batch_tokens):
+                eos, padding = self.model.specials.eos, self.model.specials.pad
+                src = pad([[*sources[i], eos] for i in batch], padding).to(self.device)
+                batch_terms = None if terms is None else [terms[i] for i in batch]
+                found = self._search(stepper, src, options, batch_terms)
+                for i, hyps in zip(batch, found, strict=True):
+                    results[i] = hyps
         return results
 
     def _fit(self, place: str, row: list[int], options: SearchOptions, warn) -> list[int]:
@@ -348,33 +400,27 @@ class Translator:
         return kept[1]
 
     def _search(
-        self, stepper: StepDecoder, src: torch.Tensor, options: SearchOptions
+        self,
+        stepper: StepDecoder,
+        src: torch.Tensor,
+        options: SearchOptions,
+        constraints: Constraints | None = None,
     ) -> list[list[Translation]]:
-        if options.beam == 1:
-            specials = self.model.specials
-            out = greedy_search(
-                stepper,
-                src,
-                max_len_b=options.max_len_b,
-                specials=specials,
-                argmax=self.model.profile.argmax,
-            )
-            return [[self._translation(_until(specials.eos, row), 0.0)] for row in out.tolist()]
-        found = beam_search(
+        found = search(
             stepper,
             src,
+            self.model,
+            constraints,
             beam=options.beam,
             alpha=options.alpha,
             max_len_b=options.max_len_b,
             nbest=options.nbest,
-            extensions=self.model.profile.extensions,
-            specials=self.model.specials,
             stopping=options.stopping,
         )
-        return [[self._translation(h.tokens, h.score) for h in hyps] for hyps in found]
+        return [[self._translation(*h) for h in hyps] for hyps in found]
 
-    def _translation(self, tokens: list[int], score: float) -> Translation:
-        return Translation(self.tgt_tokenizer.decode(tokens), score, tokens)
+    def _translation(self, tokens: list[int], score: float, sure: float) -> Translation:
+        return Translation(self.tgt_tokenizer.decode(tokens), score, tokens, sure)
 
 
 def _check_text_options(options: SearchOptions) -> None:
@@ -382,30 +428,6 @@ def _check_text_options(options: SearchOptions) -> None:
         raise TranslationError(f"text {options.text!r} is not one of natural, raw")
     if options.format not in get_args(TextFormat):
         raise TranslationError(f"format {options.format!r} is not one of text, html")
-
-
-def _join(
-    paragraphs: list[Paragraph],
-    found: list[list[Translation]],
-    restore: Callable[[str], str],
-    nbest: int,
-) -> list[list[Translation]]:
-    """Each paragraph's translations: its sentences' restored hypotheses in its spacing."""
-    results, start = [], 0
-    for paragraph in paragraphs:
-        sentences = found[start : start + len(paragraph.sentences)]
-        start += len(paragraph.sentences)
-        if not sentences:
-            results.append([Translation(paragraph.join([]), 0.0, [])])
-            continue
-        hyps = []
-        for k in range(min(nbest, max(len(h) for h in sentences))):
-            chosen = [h[min(k, len(h) - 1)] for h in sentences]
-            text = paragraph.join([restore(t.text) for t in chosen])
-            score = sum(t.score for t in chosen) / len(chosen)
-            hyps.append(Translation(text, score, [i for t in chosen for i in t.tokens]))
-        results.append(hyps)
-    return results
 
 
 def _check_lines(lines: Sequence[str]) -> None:
@@ -426,29 +448,3 @@ def _check_options(options: SearchOptions) -> None:
             f"options: expected a SearchOptions, got {type(options).__name__} "
             "(write SearchOptions(beam=4, ...))"
         )
-
-
-def _until(eos: int, row: list[int]) -> list[int]:
-    return row[: row.index(eos)] if eos in row else row
-
-
-def _length_batches(indices: list[int], lengths: list[int], batch_tokens: int) -> list[list[int]]:
-    """Group ``indices`` by length so each batch's padded size stays under ``batch_tokens``,
-    longest first: the last, partly filled batch then holds the shortest sentences, which
-    end in the fewest steps, not the longest, which would decode the most steps with the
-    fewest rows (test2016, trained tiny model, greedy bf16: 8-14% faster, beam 5 level)."""
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in sorted(indices, key=lambda i: lengths[i], reverse=True):
-        if current and (len(current) + 1) * lengths[current[0]] > batch_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def _pad(rows: list[list[int]], pad: int) -> torch.Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([[*r] + [pad] * (width - len(r)) for r in rows], dtype=torch.long)

@@ -21,6 +21,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from functools import partial
 from pathlib import Path
 
 from aiayn.data.tokenizer_files import TokenizerInfo, read_tokenizer_info
@@ -30,7 +31,7 @@ from aiayn.interop.destination import (
     MARKER_FILE,
     ExportError,
     copy_model_card,
-    is_export,
+    holds_what_it_wrote,
     write_marker,
 )
 from aiayn.interop.splitter import write_splitter
@@ -125,13 +126,28 @@ def check_package_destination(out: Path, *, overwrite: bool) -> None:
 
 
 def is_argos_export(path: Path) -> bool:
-    """Whether ``path`` is a package aiayn wrote (its one directory holds aiayn's marker)."""
+    """Whether ``path`` is a package aiayn wrote: its one directory holds aiayn's marker,
+    and every file in the archive is one the marker lists, with its SHA-256."""
     try:
         with zipfile.ZipFile(path) as z:
+            members = [m for m in z.infolist() if not m.is_dir()]
             markers = [
-                n for n in z.namelist() if n.count("/") == 1 and n.endswith("/" + MARKER_FILE)
+                m.filename
+                for m in members
+                if m.filename.count("/") == 1 and m.filename.endswith("/" + MARKER_FILE)
             ]
-            return len(markers) == 1 and is_export("argos", z.read(markers[0]).decode("utf-8"))
+            if len(markers) != 1:
+                return False
+            top = markers[0].split("/")[0] + "/"
+            if any(not m.filename.startswith(top) for m in members):
+                return False
+            files = [
+                (m.filename[len(top) :], partial(z.open, m))
+                for m in members
+                if m.filename != markers[0]
+            ]
+            marker = z.read(markers[0]).decode("utf-8")
+            return holds_what_it_wrote("argos", marker, files)
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError):
         return False
 

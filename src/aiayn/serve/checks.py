@@ -68,14 +68,21 @@ def json_depth(text: str) -> int:
 
 
 def whole_number(
-    values: dict[str, Any], name: str, default: int, *, minimum: int, maximum: int
+    values: dict[str, Any],
+    name: str,
+    default: int,
+    *,
+    minimum: int,
+    maximum: int,
+    strict: bool = False,
 ) -> int:
     """``values[name]`` as a whole number in [minimum, maximum] (``default`` when absent);
-    a form's or query's ``"3"`` counts, ``1.9``, ``true`` and ``Infinity`` do not."""
+    a form's or query's ``"3"`` counts (unless ``strict``: an API typed as JSON), ``1.9``,
+    ``true`` and ``Infinity`` do not."""
     value = values.get(name)
-    if value is None or value == "":
+    if value is None or (value == "" and not strict):
         return default
-    if isinstance(value, str):
+    if isinstance(value, str) and not strict:
         try:
             value = int(value.strip())
         except ValueError:
@@ -92,13 +99,20 @@ def whole_number(
 
 
 def finite_number(
-    values: dict[str, Any], name: str, default: float, *, minimum: float, maximum: float
+    values: dict[str, Any],
+    name: str,
+    default: float,
+    *,
+    minimum: float,
+    maximum: float,
+    strict: bool = False,
 ) -> float:
-    """``values[name]`` as a finite number in [minimum, maximum] (``default`` when absent)."""
+    """``values[name]`` as a finite number in [minimum, maximum] (``default`` when absent);
+    a form's ``"0.5"`` counts unless ``strict``."""
     value = values.get(name)
-    if value is None or value == "":
+    if value is None or (value == "" and not strict):
         return default
-    if isinstance(value, str):
+    if isinstance(value, str) and not strict:
         try:
             value = float(value)
         except ValueError:
@@ -116,14 +130,17 @@ def finite_number(
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
 
 
-def boolean(values: dict[str, Any], name: str, default: bool = False) -> bool:
-    """``values[name]`` as a boolean: JSON's true/false, or a form's ``"true"``/``"false"``."""
+def boolean(
+    values: dict[str, Any], name: str, default: bool = False, *, strict: bool = False
+) -> bool:
+    """``values[name]`` as a boolean: JSON's true/false, or (unless ``strict``) a form's
+    ``"true"``/``"false"``."""
     value = values.get(name)
     if value is None:
         return default
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in TRUE + FALSE:
+    if isinstance(value, str) and not strict and value.strip().lower() in TRUE + FALSE:
         return value.strip().lower() in TRUE
     raise BadRequest(f"Invalid request: {name} must be true or false, got {value!r}")
 
@@ -155,8 +172,8 @@ def optional_key(value: Any, name: str = "api_key") -> str | None:
     raise BadRequest(f"Invalid request: {name} must be a string, got {type(value).__name__}")
 
 
-def seed(values: dict[str, Any], name: str = "seed") -> int | None:
+def seed(values: dict[str, Any], name: str = "seed", *, strict: bool = False) -> int | None:
     """A sampling seed: absent, or a whole number from 0 to 2**64 - 1."""
     if values.get(name) is None:
         return None
-    return whole_number(values, name, 0, minimum=0, maximum=MAX_SEED)
+    return whole_number(values, name, 0, minimum=0, maximum=MAX_SEED, strict=strict)

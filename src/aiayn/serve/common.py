@@ -13,9 +13,11 @@ import torch
 from fastapi import FastAPI, Request
 
 from aiayn.decode.stepper import Precision
+from aiayn.decode.terms import check_terms
 from aiayn.errors import AiaynError
 from aiayn.runtime import resolve_precision
 from aiayn.serve.checks import BadRequest, optional_key, parse_json
+from aiayn.text.glossary import Glossary
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,6 +31,11 @@ class ServeSettings:
     stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
     text: str = "natural"  # natural or raw (SearchOptions.text)
     split_sentences: bool = True  # natural text: a request's sentences translated one by one
+    # the requests' defaults (aiayn.serve.terms): protected spans, glossary, minimum confidence
+    protect: bool = True
+    protect_patterns: tuple[str, ...] = ()
+    glossary: Glossary | None = None
+    min_confidence: float = 0.0
     profile: str | None = None  # a name in aiayn.accel.PROFILES; None: the default
     device: str = "cpu"
     workers: int = 1  # batches decoded side by side, per model (processes for a translator)
@@ -71,6 +78,11 @@ class ServeSettings:
                 raise AiaynError(
                     f"ServeSettings.{name} must be a finite number >= 0, got {value!r}"
                 )
+        problem = check_terms(
+            self.min_confidence, self.protect, self.protect_patterns, self.glossary
+        )
+        if problem:
+            raise AiaynError(problem.replace("SearchOptions.", "ServeSettings."))
 
 
 class ApiError(AiaynError):

@@ -19,30 +19,33 @@ processes with the wait above (threads also lose time to OpenMP: in a thread oth
 main one, two-thread beam search is 2× slower once the process has more OpenMP threads than
 cores).
 
-Language-model completions are generated in the server's process, one request per worker
-thread, each new token handed to the request's callback as soon as it is chosen (streaming).
+Language-model completions are generated in processes of their own too
+(``aiayn.decode.generator_process``), one request at a time per process, each new token
+handed to the request's callback as soon as it is chosen (streaming); a request stops at its
+deadline, or sooner when its client goes away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import torch
-
-from aiayn.decode import generate
+from aiayn.decode.generator_process import GenerationRequest
 from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
 
 R = TypeVar("R")
 STOP_CHECK_SECONDS = 0.2  # how often an idle worker looks whether the server is stopping
+MAX_GENERATION_SECONDS = 24 * 3600.0  # a request without a deadline (pickled as a number)
 
 
 class Busy(AiaynError):
@@ -290,35 +293,56 @@ class TranslationEngine:
 
 @dataclass(eq=False)
 class Generation:
-    """One completion request: its sampling settings, and where its tokens go."""
+    """One completion request: its sampling settings, when it must end, and where its tokens
+    go."""
 
     prompt: list[int]
     max_new_tokens: int
     temperature: float
     top_p: float
     seed: int | None
-    on_token: Callable[[int], None]  # each new token, as it is chosen
+    on_token: Callable[[int], None]  # each new token, as it is chosen; raises to stop
     on_end: Callable[[BaseException | None], None]  # at the end, with the error if any
+    deadline: float = math.inf  # time.monotonic() after which it stops (queue included)
+
+
+class Generator(Protocol):
+    """What samples for the engine: a language model in its own process
+    (``aiayn.decode.generator_process.GeneratorProcess``)."""
+
+    eos: int | None
+
+    def generate(self, request: GenerationRequest, on_token: Callable[[int], bool]) -> str: ...
+
+    def close(self) -> None: ...
 
 
 class LanguageModelEngine:
-    """A language model behind a queue; each worker generates one request at a time.
+    """Generating processes behind a queue, each fed one request at a time by its own worker
+    thread, which hands the tokens to the request's callbacks.
 
-    A worker ends a request that fails with the error, never itself; a worker that ends
-    anyway (a bug) is replaced at the next submission, and ``restarted`` counts it."""
+    A request ends at its deadline wherever it is: one still queued is dropped, and the
+    process stops one under way by itself (a client that went away stops it sooner, through
+    ``on_token``). A worker ends a request that fails with the error, never itself; a worker
+    that ends anyway (a bug) is replaced at the next submission, and ``restarted`` counts it."""
 
-    def __init__(self, model, tokenizer, *, workers: int = 1, queue_size: int = 64):
-        self.model = model
-        self.tokenizer = tokenizer
+    def __init__(self, generators: Sequence[Generator], *, queue_size: int = 64):
+        self.generators = list(generators)
+        self.eos = self.generators[0].eos
         self._queue: queue.Queue[Generation | None] = queue.Queue(maxsize=queue_size)
         self._accepting = True
         self._counting = threading.Lock()
         self.completed = 0  # generations ended, stopped early or failed included
         self.restarted = 0  # workers replaced after ending unexpectedly
-        self._threads = [self._start(i) for i in range(workers)]
+        self._threads = [self._start(i) for i in range(len(self.generators))]
 
     def _start(self, number: int) -> threading.Thread:
-        thread = threading.Thread(target=self._run, name=f"aiayn-generate-{number}", daemon=True)
+        thread = threading.Thread(
+            target=self._run,
+            args=(self.generators[number],),
+            name=f"aiayn-generate-{number}",
+            daemon=True,
+        )
         thread.start()
         return thread
 
@@ -337,6 +361,10 @@ class LanguageModelEngine:
     def alive(self) -> int:
         return sum(thread.is_alive() for thread in self._threads)
 
+    @property
+    def processes_restarted(self) -> int:
+        return sum(getattr(g, "restarts", 0) for g in self.generators)
+
     def submit(self, generation: Generation) -> None:
         if not self._accepting:
             raise ShuttingDown("the server is shutting down")
@@ -347,35 +375,44 @@ class LanguageModelEngine:
             raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
 
     def close(self) -> None:
-        """Take no new work, finish what was accepted, then stop the workers."""
+        """Take no new work, finish what was accepted (each request ends by its deadline),
+        then stop the workers and their processes."""
         self._accepting = False
         for _ in self._threads:
             self._queue.put(None)  # one stop per worker, after everything accepted
         for thread in self._threads:
             thread.join()
+        for generator in self.generators:
+            generator.close()
 
-    def _run(self) -> None:
+    def _run(self, generator: Generator) -> None:
         while (job := self._queue.get()) is not None:
             try:
-                generator = None
-                if job.seed is not None:
-                    generator = torch.Generator().manual_seed(job.seed)
-                generate(
-                    self.model,
+                seconds = job.deadline - time.monotonic()
+                if seconds <= 0:
+                    raise TimeoutError("the request's time ran out before it started")
+                request = GenerationRequest(
                     job.prompt,
-                    max_new_tokens=job.max_new_tokens,
-                    temperature=job.temperature,
-                    top_p=job.top_p,
-                    generator=generator,
-                    stop_id=self.model.specials.eos,
-                    on_token=job.on_token,
+                    job.max_new_tokens,
+                    job.temperature,
+                    job.top_p,
+                    job.seed,
+                    seconds=min(seconds, MAX_GENERATION_SECONDS),
                 )
+                reason = generator.generate(request, partial(_pass_on, job))
+                if reason == "timeout":
+                    raise TimeoutError("the request's time ran out")
             except Exception as e:
                 _end(job, e)
             else:
                 _end(job, None)
             with self._counting:
                 self.completed += 1
+
+
+def _pass_on(job: Generation, token: int) -> bool:
+    job.on_token(token)  # raises to stop the generation
+    return True
 
 
 def _end(job: Generation, error: BaseException | None) -> None:

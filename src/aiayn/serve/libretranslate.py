@@ -40,6 +40,7 @@ from aiayn.serve.detect import LanguageIdentifier
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
+from aiayn.serve.terms import answer_fields, term_fields
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
@@ -370,7 +371,8 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         if source == "auto":
             source, _ = service.source_of(text, target)
         pair, token = service.route(source, target)
-        translated = await _translate_lines(service, pair, text, _options(settings, 1), token)
+        options = _options(settings, 1, values)
+        translated = await _translate_lines(service, pair, text, options, token)
         name = service.files.add(filename, translated.encode("utf-8"))
         return {"translatedFileUrl": str(request.url_for("download_file", name=name))}
 
@@ -405,12 +407,15 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
         texts = [t if visible(t) else "" for t in texts]  # zero-width only: nothing to translate
-        options = dataclasses.replace(_options(settings, alternatives + 1), format=text_format)
+        options = dataclasses.replace(
+            _options(settings, alternatives + 1, values), format=text_format
+        )
         found = await service.translate(pair, texts, options, token)
         answers = [[h.text for h in hyps] for hyps in found]
         single = isinstance(values["q"], str)
         body: dict[str, Any] = {
-            "translatedText": answers[0][0] if single else [a[0] for a in answers]
+            "translatedText": answers[0][0] if single else [a[0] for a in answers],
+            **answer_fields(found, single=single, flagging=options.min_confidence > 0),
         }
         if alternatives:
             body["alternatives"] = answers[0][1:] if single else [a[1:] for a in answers]
@@ -440,7 +445,19 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         return Response(png, media_type="image/png")
 
 
-def _options(settings: ServeSettings, nbest: int) -> SearchOptions:
+def _options(settings: ServeSettings, nbest: int, values: dict[str, Any]) -> SearchOptions:
+    """The search options of a request: the server's settings, with the request's protected
+    spans, glossary and minimum confidence (``aiayn.serve.terms``)."""
+    try:
+        terms = term_fields(
+            values,
+            protect=settings.protect,
+            patterns=settings.protect_patterns,
+            glossary=settings.glossary,
+            min_confidence=settings.min_confidence,
+        )
+    except checks.BadRequest as e:
+        raise ApiError(400, str(e)) from None
     return SearchOptions(
         beam=max(settings.beam, nbest),
         alpha=settings.alpha or None,
@@ -450,6 +467,7 @@ def _options(settings: ServeSettings, nbest: int) -> SearchOptions:
         stopping=settings.stopping,
         text=settings.text,  # type: ignore[arg-type]
         split_sentences=settings.split_sentences,
+        **terms,
     )
 
 

@@ -27,17 +27,25 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from aiayn.decode import load_language_model
+from aiayn.data.tokenizer_files import load_tokenizers
+from aiayn.decode.generator_process import GeneratorProcess
+from aiayn.decode.process import DecoderSpec
 from aiayn.errors import AiaynError
 from aiayn.serve import checks
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
 UNSUPPORTED = {"echo": (False, None), "best_of": (1, None), "logprobs": (None,), "suffix": (None,)}
-CHAT_UNSUPPORTED = {"logprobs": (False, None), "tools": (None, []), "response_format": (None,)}
+CHAT_UNSUPPORTED = {
+    "logprobs": (False, None),
+    "top_logprobs": (None,),
+    "tools": (None, []),
+    "response_format": (None,),
+}
 ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 CHAT_TEMPLATE = "{role}: {content}\n"  # one line per message, then "Assistant:"
 TURN_STOPS = tuple(f"\n{name}:" for name in dict.fromkeys(ROLES.values()))
+DISCONNECT_CHECK_S = 1.0  # how often a waiting answer looks whether its client went away
 
 
 def render_chat(messages: list[dict[str, str]]) -> str:
@@ -79,13 +87,22 @@ class OpenAICompletions:
                 f"{', '.join(settings.models)}"
             )
         self.name = Path(settings.models[0]).resolve().name
-        model, tokenizer = load_language_model(
-            settings.models[0], device=settings.device, profile=settings.profile
+        _, self.tokenizer, _ = load_tokenizers(settings.models[0])
+        spec = DecoderSpec(
+            settings.models[0],
+            device=settings.device,
+            profile=settings.profile,
+            threads=settings.threads,
         )
-        self.tokenizer = tokenizer
-        self.engine = LanguageModelEngine(
-            model, tokenizer, workers=settings.workers, queue_size=settings.queue_size
-        )
+        generators = [GeneratorProcess(spec) for _ in range(settings.workers)]
+        try:  # started together, loading side by side
+            for generator in generators:
+                generator.wait_ready()
+        except BaseException:
+            for generator in generators:
+                generator.close(wait_s=0)
+            raise
+        self.engine = LanguageModelEngine(generators, queue_size=settings.queue_size)
 
     def install(self, app: FastAPI) -> None:
         _install(app, self)
@@ -100,6 +117,7 @@ class OpenAICompletions:
             "completions": self.engine.completed,
             "workers": self.engine.alive,
             "workers_restarted": self.engine.restarted,
+            "processes_restarted": self.engine.processes_restarted,
         }
 
     def close(self) -> None:
@@ -160,11 +178,13 @@ class OpenAICompletions:
         def on_end(error: BaseException | None) -> None:
             if isinstance(error, _Stopped):
                 reason = "stop"
+            elif isinstance(error, TimeoutError):
+                reason = "timeout"
             elif error is not None:
                 reason = f"error: {error}"
             else:
                 send(text_now())  # what was held back for a stop sequence that did not come
-                eos = produced and produced[-1] == self.engine.model.specials.eos
+                eos = produced and produced[-1] == self.engine.eos
                 reason = "stop" if eos else "length"
             loop.call_soon_threadsafe(out.put_nowait, _End(reason, len(produced)))
 
@@ -176,6 +196,7 @@ class OpenAICompletions:
             params["seed"],
             on_token,
             on_end,
+            deadline=params["deadline"],
         )
         try:
             self.engine.submit(generation)
@@ -208,9 +229,10 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
 
     @app.post("/v1/completions")
     async def completions(request: Request):
+        deadline = time.monotonic() + settings.timeout  # for the whole request
         values = await _json_values(settings, request)
         service.check_model(values.get("model"))
-        params = _parameters(values, settings)
+        params = {**_parameters(values, settings), "deadline": deadline}
         prompts = params["prompts"]
         if params["stream"]:
             if len(prompts) != 1:
@@ -221,8 +243,9 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
             return StreamingResponse(events, media_type="text/event-stream")
         choices, usage = [], _usage(0, 0)
         for index, prompt in enumerate(prompts):
-            run = service.complete(prompt, {**params, "cancelled": asyncio.Event()})
-            text, end = await _collect(service, run)
+            params["cancelled"] = asyncio.Event()
+            run = service.complete(prompt, params)
+            text, end = await _collect(service, run, params, request)
             choices.append(
                 {"text": text, "index": index, "logprobs": None, "finish_reason": end.reason}
             )
@@ -234,15 +257,16 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
+        deadline = time.monotonic() + settings.timeout
         values = await _json_values(settings, request)
         service.check_model(values.get("model"))
         params = _chat_parameters(values, settings)
-        params["cancelled"] = asyncio.Event()
-        run = service.complete(render_chat(params["messages"]), params)
+        params["cancelled"], params["deadline"] = asyncio.Event(), deadline
+        run = service.complete(params["prompt"], params)
         if params["stream"]:
             events = _events(service, run, params, _chat_chunk, "chat.completion.chunk")
             return StreamingResponse(events, media_type="text/event-stream")
-        text, end = await _collect(service, run)
+        text, end = await _collect(service, run, params, request)
         choice = {
             "index": 0,
             "message": {"role": "assistant", "content": text},
@@ -258,19 +282,32 @@ async def _json_values(settings: ServeSettings, request: Request) -> dict[str, A
     return await request_values(request)  # JSON, also sent as text/plain or a bare form
 
 
-async def _collect(service: OpenAICompletions, run: _Run) -> tuple[str, _End]:
+async def _collect(
+    service: OpenAICompletions, run: _Run, params: dict, request: Request
+) -> tuple[str, _End]:
+    """The text of a generation and how it ended; the generation is stopped when the request
+    times out or its client goes away (looked at every ``DISCONNECT_CHECK_S``)."""
     pieces = []
-    deadline = time.monotonic() + service.settings.timeout
-    while True:
-        try:
-            item = await asyncio.wait_for(run.out.get(), max(deadline - time.monotonic(), 0.001))
-        except TimeoutError:
-            raise ApiError(503, f"Timed out after {service.settings.timeout:g}s") from None
-        if isinstance(item, _End):
-            if item.reason.startswith("error"):
-                raise ApiError(500, item.reason)
-            return "".join(pieces), item
-        pieces.append(item)
+    try:
+        while True:
+            left = params["deadline"] - time.monotonic()
+            try:
+                item = await asyncio.wait_for(
+                    run.out.get(), min(max(left, 0.001), DISCONNECT_CHECK_S)
+                )
+            except TimeoutError:
+                if left > DISCONNECT_CHECK_S and not await request.is_disconnected():
+                    continue
+                item = _End("timeout" if left <= DISCONNECT_CHECK_S else "gone", 0)
+            if isinstance(item, _End):
+                if item.reason in ("timeout", "gone"):
+                    raise ApiError(503, f"Timed out after {service.settings.timeout:g}s")
+                if item.reason.startswith("error"):
+                    raise ApiError(500, item.reason)
+                return "".join(pieces), item
+            pieces.append(item)
+    finally:
+        params["cancelled"].set()  # nothing generates for an answer no one waits for
 
 
 def _text_chunk(piece: str | None, reason: str | None, first: bool) -> dict[str, Any]:
@@ -298,7 +335,7 @@ async def _events(
     usage_field = {"usage": None} if include_usage else {}
     first = True
     name = _answer_id(kind)  # every chunk of one generation carries its id
-    deadline = time.monotonic() + service.settings.timeout
+    deadline = params["deadline"]
     try:
         if kind == "chat.completion.chunk":  # the role comes first, as OpenAI sends it
             yield _sse(_answer(service, kind, [chunk("", None, True)], name=name, **usage_field))
@@ -308,6 +345,8 @@ async def _events(
                 item = await asyncio.wait_for(
                     run.out.get(), max(deadline - time.monotonic(), 0.001)
                 )
+                if isinstance(item, _End) and item.reason == "timeout":
+                    raise TimeoutError
             except TimeoutError:  # bounded like any request: say so, and end the stream
                 message = f"Timed out after {service.settings.timeout:g}s"
                 yield _sse(service.error_body(503, message, "timeout"))
@@ -397,7 +436,14 @@ def _chat_parameters(values: dict[str, Any], settings: ServeSettings) -> dict[st
     params = _sampling(values, settings, limit)
     params["stop"] = [*params["stop"], *TURN_STOPS]
     params["strip_leading"] = True
-    return {"messages": _messages(values.get("messages")), **params}
+    prompt = render_chat(_messages(values.get("messages")))
+    if len(prompt) > settings.char_limit:  # what the model reads: every message, its role
+        raise ApiError(
+            400,
+            f"messages: {len(prompt):,} characters with their role lines, "
+            f"more than the limit of {settings.char_limit:,}",
+        )
+    return {"prompt": prompt, **params}
 
 
 def _messages(raw: Any) -> list[dict[str, str]]:
@@ -417,7 +463,9 @@ def _messages(raw: Any) -> list[dict[str, str]]:
         if isinstance(content, list):
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
                 raise ApiError(400, f"messages[{i}].content: only text parts are supported")
-            content = "".join(str(p.get("text", "")) for p in content)
+            if not all(isinstance(p.get("text"), str) for p in content):
+                raise ApiError(400, f"messages[{i}].content: each text part's text is a string")
+            content = "".join(p["text"] for p in content)
         if not isinstance(content, str):
             raise ApiError(400, f"messages[{i}].content must be text")
         messages.append(
@@ -434,26 +482,28 @@ def _sampling(values: dict[str, Any], settings: ServeSettings, limit: str) -> di
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
         raise ApiError(400, "stop must be a string or a list of strings")
     try:
-        if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000) != 1:
+        if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000, strict=True) != 1:
             raise ApiError(400, "n: only 1 is supported")
         for text in stop:
             checks.text(text, "stop")
-        stream = checks.boolean(values, "stream")
+        stream = checks.boolean(values, "stream", strict=True)
         options = values.get("stream_options")
         if options is not None and (not isinstance(options, dict) or not stream):
             raise ApiError(400, "stream_options: an object, only with stream")
         return {
             "max_tokens": checks.whole_number(
-                values, limit, 16, minimum=0, maximum=settings.max_tokens_limit
+                values, limit, 16, minimum=0, maximum=settings.max_tokens_limit, strict=True
             ),
             "temperature": checks.finite_number(
-                values, "temperature", 1.0, minimum=0.0, maximum=2.0
+                values, "temperature", 1.0, minimum=0.0, maximum=2.0, strict=True
             ),
-            "top_p": checks.finite_number(values, "top_p", 1.0, minimum=1e-9, maximum=1.0),
-            "seed": checks.seed(values),
+            "top_p": checks.finite_number(
+                values, "top_p", 1.0, minimum=1e-9, maximum=1.0, strict=True
+            ),
+            "seed": checks.seed(values, strict=True),
             "stop": stop,
             "stream": stream,
-            "include_usage": checks.boolean(options or {}, "include_usage"),
+            "include_usage": checks.boolean(options or {}, "include_usage", strict=True),
         }
     except checks.BadRequest as e:
         raise ApiError(400, str(e).removeprefix("Invalid request: ")) from None

@@ -1,7 +1,8 @@
-"""The web page at ``/``: choose a language pair, type a sentence, see its translation, and
-under it the encoder–decoder attention of that translation (plain HTML and a little
-JavaScript, no build step). ``/?q=...`` translates on load, which the browser test uses;
-``&source=..&target=..`` chooses the pair (the first served one otherwise).
+"""The web page at ``/``: choose a language pair, type a sentence, see its translation with
+the model's confidence in it, and under it the encoder–decoder attention of that
+translation (plain HTML and a little JavaScript, no build step). ``/?q=...`` translates
+on load, which the browser test uses; ``&source=..&target=..`` chooses the pair (the first
+served one otherwise).
 
 ``__PAIRS__`` is replaced by an ``<option value="SOURCE TARGET">`` per served pair."""
 
@@ -32,6 +33,7 @@ PAGE = """<!doctype html>
 <div><input id="key" placeholder="API key (if the server needs one)" size="30">
 <button id="go">Translate</button></div>
 <div id="translation"></div>
+<small id="confidence"></small>
 <div id="error"></div>
 <img id="attention" alt="">
 <script>
@@ -39,6 +41,7 @@ const source = document.getElementById("source");
 const out = document.getElementById("translation");
 const error = document.getElementById("error");
 const picture = document.getElementById("attention");
+const sure = document.getElementById("confidence");
 const pair = document.getElementById("pair");
 const asked = new URLSearchParams(location.search);
 const askedPair = `${asked.get("source")} ${asked.get("target")}`;
@@ -54,6 +57,7 @@ async function translate() {
   if (!q) return;
   error.textContent = "";
   out.textContent = "…";
+  sure.textContent = "";
   picture.removeAttribute("src");  // the last translation's picture is not this one's
   picture.alt = "";
   const key = document.getElementById("key").value;
@@ -64,6 +68,8 @@ async function translate() {
   const answer = await response.json();
   if (!response.ok) { out.textContent = ""; error.textContent = answer.error; return; }
   out.textContent = answer.translatedText;
+  sure.textContent = `confidence ${answer.confidence.toFixed(2)}` +
+    (answer.flagged ? ": below the minimum, the source is shown" : "");
   const params = new URLSearchParams({q: q, translation: answer.translatedText,
     ...languages()});
   if (key) params.set("api_key", key);

@@ -1,0 +1,214 @@
+"""A language model in a process of its own, sampling one request at a time and sending each
+token back as soon as it is chosen.
+
+The server's completions decode here for the reasons its translations do
+(``aiayn.decode.process``): the event loop keeps the interpreter lock, and a request can be
+stopped. The caller stops a generation by answering ``False`` to a token (its client went
+away, a stop sequence came); the process also stops on its own once the request's seconds are
+spent, so a generation never outlives its time limit even when its caller is gone. The
+process ignores SIGINT and SIGTERM, as a decoding process does: its caller ends it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from aiayn.decode.generate import GenerationError, generate, load_language_model
+from aiayn.decode.process import LIVENESS_CHECK_S, DecoderCrashed, DecoderSpec
+from aiayn.errors import AiaynError
+
+STOP = "stop"  # the caller's message: end the generation under way
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One generation: the prompt's ids, how many tokens at most, sampling, and the seconds
+    it may take (after which the process ends it with the reason ``"timeout"``)."""
+
+    prompt: list[int]
+    max_new_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    seconds: float
+
+
+class _Stop(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class GeneratorProcess:
+    """``generate`` on a language model directory, computed in a spawned process."""
+
+    def __init__(self, spec: DecoderSpec):
+        """Start the process; ``wait_ready`` waits for its model to load."""
+        self.spec = spec
+        self.restarts = 0  # processes started again after one ended unexpectedly
+        self.eos: int | None = None  # the model's end-of-text id, known once ready
+        self._spawn()
+
+    def wait_ready(self) -> None:
+        """Raises:
+        AiaynError: the process could not load the model.
+        """
+        try:
+            kind, payload = self._receive()
+        except EOFError:
+            raise AiaynError(f"{self.spec.model}: the generating process failed to start") from None
+        if kind != "ready":
+            raise AiaynError(f"{self.spec.model}: {payload}")
+        self.eos = payload
+
+    def generate(self, request: GenerationRequest, on_token: Callable[[int], bool]) -> str:
+        """Send ``request``, hand each new token to ``on_token`` (which answers whether to
+        go on) and return why it ended: ``"eos"``, ``"length"``, ``"stopped"`` (by
+        ``on_token``) or ``"timeout"``.
+
+        Raises:
+            GenerationError: arguments the model cannot sample with.
+            DecoderCrashed: the process died; a new one is started for the next request.
+        """
+        ended = False
+        try:
+            self._conn.send(request)
+            while True:
+                kind, payload = self._receive()
+                if kind == "token":
+                    if not ended and not on_token(payload):
+                        self._conn.send(STOP)
+                        ended = True
+                    continue
+                ended = True
+                if kind == "invalid":
+                    raise GenerationError(payload)
+                if kind == "error":
+                    raise RuntimeError(payload)
+                return payload
+        except (EOFError, OSError):
+            ended = True
+            self._restart()
+            raise DecoderCrashed("the generating process ended unexpectedly; retry") from None
+        finally:
+            if not ended:  # on_token raised: stop the process and read what it still sends
+                self._drain()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(EOFError, OSError):
+            self._conn.send(STOP)
+            while self._receive()[0] == "token":
+                pass
+
+    def _receive(self) -> tuple[str, Any]:
+        """The process's next message; EOFError as soon as the process is gone."""
+        while not self._conn.poll(LIVENESS_CHECK_S):
+            if not self._process.is_alive():
+                if self._conn.poll(0):
+                    break
+                raise EOFError("the generating process ended")
+        return self._conn.recv()
+
+    def close(self, wait_s: float = 30) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.send(None)
+        self._process.join(timeout=wait_s)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._conn.close()
+
+    def _spawn(self) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a threaded server
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=_generate_requests, args=(child, self.spec), name="aiayn-generator", daemon=True
+        )
+        self._process.start()
+        child.close()
+
+    def _restart(self) -> None:
+        self.restarts += 1
+        self._process.join(timeout=5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._conn.close()
+        self._spawn()
+        self.wait_ready()
+
+
+def _generate_requests(conn: Connection, spec: DecoderSpec) -> None:
+    """The generating process: load the model, then answer requests until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    import torch
+
+    from aiayn.memory import limit_kernel_cache, tune_allocator
+
+    tune_allocator()
+    limit_kernel_cache()
+    torch.set_num_threads(spec.threads)
+    try:
+        model, _ = load_language_model(spec.model, device=spec.device, profile=spec.profile)
+    except Exception as e:
+        conn.send(("error", str(e)))
+        return
+    conn.send(("ready", model.specials.eos))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        if request == STOP:  # a stop that crossed the generation's end
+            continue
+        try:
+            conn.send(("end", _generate_one(conn, model, request)))
+        except GenerationError as e:
+            conn.send(("invalid", str(e)))
+        except (EOFError, OSError):
+            return
+        except Exception as e:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+def _generate_one(conn: Connection, model, request: GenerationRequest) -> str:
+    """Sample ``request``, sending each token; why it ended (see ``generate`` above)."""
+    import torch
+
+    deadline = time.monotonic() + request.seconds
+    generator = None if request.seed is None else torch.Generator().manual_seed(request.seed)
+    eos = model.specials.eos
+
+    def on_token(token: int) -> None:
+        conn.send(("token", token))
+        if conn.poll(0):  # the only message a generation can get is STOP (or None: the end)
+            raise _Stop("stopped")
+        if time.monotonic() > deadline:
+            raise _Stop("timeout")
+
+    try:
+        out = generate(
+            model,
+            request.prompt,
+            max_new_tokens=request.max_new_tokens,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            generator=generator,
+            stop_id=eos,
+            on_token=on_token,
+        )
+    except _Stop as stop:
+        if stop.reason == "stopped" and conn.recv() is None:
+            raise EOFError from None  # the caller ends the process
+        return stop.reason
+    return "eos" if out and out[-1] == eos else "length"

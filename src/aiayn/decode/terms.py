@@ -1,0 +1,203 @@
+"""Terms and trust around a translation: each sentence's protected spans and glossary terms
+(``aiayn.text.protect``, ``aiayn.text.glossary``) turned into the constraints of the search
+and put back into its output, and the confidence of a translation, from the model's own
+scores.
+
+A confidence is the geometric mean of the probabilities the model gave the tokens it
+emitted, EOS included: ``exp(log P(Y | X) / (|Y| + 1))``, in [0, 1] (length-normalised, so
+short and long translations compare); a line of several sentences takes its tokens' mean
+over all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from aiayn.config import UNK_ID
+from aiayn.data.tokenizer import Tokenizer
+from aiayn.text.glossary import Glossary, Term, spell_as_glossary
+from aiayn.text.html import HtmlText
+from aiayn.text.protect import Masked, ProtectError, compile_patterns, mask
+from aiayn.text.sentences import Paragraph
+
+GREEDY_FALLBACK_BEAM = 4  # the beam of a constrained search asked for with beam 1 (greedy)
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translation: its text, its length-normalised log-probability (the search's
+    score; 0.0 for greedy and empty input), its target ids, its confidence in [0, 1] and
+    whether it is the source given back because that confidence was below the minimum."""
+
+    text: str
+    score: float
+    tokens: list[int]
+    confidence: float = 1.0
+    flagged: bool = False
+
+
+@dataclass(frozen=True)
+class Marked:
+    """One sentence as the model sees it (its spans replaced by sentinels) with what goes
+    back into its translation."""
+
+    text: str
+    masked: Masked | None = None
+    terms: tuple[Term, ...] = field(default=())
+
+    def finish(self, translation: str) -> str:
+        """The restored translation with the glossary's spelling and the spans put back."""
+        translation = spell_as_glossary(translation, self.terms)
+        return self.masked.restore(translation) if self.masked else translation
+
+
+def mark(
+    sentences: Sequence[str],
+    places: Sequence[str],
+    *,
+    protect: bool,
+    patterns: tuple[str, ...],
+    glossary: Glossary | None,
+) -> list[Marked]:
+    """Each sentence with its spans masked (when ``protect``) and its glossary terms.
+
+    Raises:
+        ProtectError: an unbalanced placeholder or a runaway pattern (naming the place).
+    """
+    compiled = compile_patterns(patterns) if protect else ()
+    marked = []
+    for sentence, place in zip(sentences, places, strict=True):
+        masked = mask(sentence, compiled, place=place) if protect else None
+        terms = tuple(glossary.matches(sentence)) if glossary else ()
+        if masked is not None and not masked.spans:
+            masked = None
+        marked.append(Marked(masked.text if masked else sentence, masked, terms))
+    return marked
+
+
+def constraints_of(
+    marked: Sequence[Marked],
+    prepare: Callable[[str], str],
+    tokenizer: Tokenizer,
+    warn: Callable[[str], None],
+) -> list[list[list[int]]]:
+    """Each sentence's constraints: the target ids of its sentinels and glossary terms, as
+    the target side's training text was prepared (``prepare``) and cut into subwords alone
+    (a term is imposed in the pieces it is cut into on its own). A term the target
+    vocabulary cannot spell (an unknown piece) is left out, with a warning."""
+    texts = sorted({t for m in marked for t in _targets(m)})
+    ids = dict(zip(texts, tokenizer.encode([prepare(t) for t in texts]), strict=True))
+    out = []
+    for m in marked:
+        found = []
+        for text in _targets(m):
+            if not ids[text] or UNK_ID in ids[text]:
+                warn(f"the model's target vocabulary cannot spell {text!r}: not imposed")
+                continue
+            found.append(ids[text])
+        out.append(found)
+    return out
+
+
+def _targets(m: Marked) -> list[str]:
+    spans = [s.sentinel for s in m.masked.spans] if m.masked else []
+    return spans + [t.target for t in m.terms]
+
+
+def confidence(log_prob: float, n_tokens: int) -> float:
+    """exp(log_prob / (n_tokens + 1)): the geometric mean of the emitted tokens' (EOS
+    included) probabilities."""
+    return min(1.0, math.exp(log_prob / (n_tokens + 1)))
+
+
+def mean_confidence(parts: Sequence[Translation]) -> float:
+    """The confidence of translations taken together, each weighted by its tokens (+ EOS);
+    1.0 for none."""
+    weights = [len(t.tokens) + 1 for t in parts]
+    if not parts:
+        return 1.0
+    logs = sum(w * math.log(max(t.confidence, 1e-300)) for t, w in zip(parts, weights, strict=True))
+    return min(1.0, math.exp(logs / sum(weights)))
+
+
+def join(
+    paragraphs: Sequence[Paragraph], found: Sequence[list[Translation]], nbest: int
+) -> list[list[Translation]]:
+    """Each paragraph's translations: its sentences' hypotheses joined in its spacing (the
+    k-th hypothesis joins the sentences' k-th; its score is their mean, its confidence
+    their tokens' mean)."""
+    results, start = [], 0
+    for paragraph in paragraphs:
+        sentences = found[start : start + len(paragraph.sentences)]
+        start += len(paragraph.sentences)
+        if not sentences:
+            results.append([Translation(paragraph.join([]), 0.0, [])])
+            continue
+        hyps = []
+        for k in range(min(nbest, max(len(h) for h in sentences))):
+            chosen = [h[min(k, len(h) - 1)] for h in sentences]
+            text = paragraph.join([t.text for t in chosen])
+            score = sum(t.score for t in chosen) / len(chosen)
+            tokens = [i for t in chosen for i in t.tokens]
+            hyps.append(Translation(text, score, tokens, mean_confidence(chosen)))
+        results.append(hyps)
+    return results
+
+
+def keep_confident(
+    lines: Sequence[str], results: list[list[Translation]], minimum: float
+) -> list[list[Translation]]:
+    """``results`` with each line whose best translation's confidence is below ``minimum``
+    replaced by the line itself, flagged (its confidence kept)."""
+    if minimum <= 0:
+        return results
+    return [
+        [Translation(line, 0.0, [], hyps[0].confidence, flagged=True)]
+        if hyps and hyps[0].confidence < minimum
+        else hyps
+        for line, hyps in zip(lines, results, strict=True)
+    ]
+
+
+def render_documents(
+    documents: list[HtmlText], joined: list[list[Translation]]
+) -> list[list[Translation]]:
+    """Each HTML document with its texts' best translations in place; its confidence is
+    their tokens' mean."""
+    results, start = [], 0
+    for document in documents:
+        best = [hyps[0] for hyps in joined[start : start + len(document.texts)]]
+        start += len(document.texts)
+        text = document.render([t.text for t in best])
+        results.append([Translation(text, 0.0, [], mean_confidence(best))])
+    return results
+
+
+def check_terms(
+    min_confidence: object, protect: object, patterns: object, glossary: object
+) -> str | None:
+    """What is wrong with these search options, in one line; None when nothing is."""
+    low = min_confidence
+    if (
+        isinstance(low, bool)
+        or not isinstance(low, int | float)
+        or not math.isfinite(low)
+        or not 0 <= low <= 1
+    ):
+        return f"SearchOptions.min_confidence = {low!r}: expected a number from 0 to 1"
+    if not isinstance(protect, bool):
+        return f"SearchOptions.protect = {protect!r}: expected true or false"
+    if not isinstance(patterns, tuple):
+        return "SearchOptions.protect_patterns: expected a tuple of regexes"
+    try:
+        compile_patterns(patterns)
+    except ProtectError as e:
+        return str(e)
+    if glossary is not None and not isinstance(glossary, Glossary):
+        return (
+            "SearchOptions.glossary: expected an aiayn.text.glossary.Glossary "
+            "(read_glossary(path) or Glossary.from_pairs(pairs))"
+        )
+    return None

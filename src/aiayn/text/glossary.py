@@ -1,0 +1,144 @@
+"""Glossaries: source terms and the target terms a translation must use for them.
+
+A glossary is a TSV file, one ``source term<TAB>target term`` a line (blank lines and lines
+starting with ``#`` are skipped), or the same pairs from a request. A source term is found in
+a sentence as whole words, ignoring case, exactly as written (no inflection: list each form
+that should be caught); the longest term wins where two overlap. Its target term is imposed
+on the translation (``aiayn.decode.constrained``) and written back exactly as the glossary
+spells it, also by a model trained on lowercased text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from aiayn.errors import AiaynError
+
+MAX_TERMS = 100_000
+
+
+class GlossaryError(AiaynError, ValueError):
+    """A glossary that cannot be used: the message names the file or field, the line and
+    what is wrong, in one line."""
+
+
+@dataclass(frozen=True)
+class Term:
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Glossary:
+    """Terms, longest source term first (checked: each pair non-empty, one target per
+    source term)."""
+
+    terms: tuple[Term, ...]
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[Any], *, origin: str = "glossary") -> Glossary:
+        """A glossary of ``(source, target)`` pairs (a mapping's items, or two-item lists).
+
+        Raises:
+            GlossaryError: no pair, a pair that is not two non-empty strings, or a source
+                term given two targets (``origin`` names where they came from).
+        """
+        found: dict[str, Term] = {}
+        for n, pair in enumerate(pairs, 1):
+            if (
+                isinstance(pair, str | bytes)
+                or not isinstance(pair, list | tuple)
+                or len(pair) != 2
+            ):
+                raise GlossaryError(f"{origin}: entry {n}: expected [source term, target term]")
+            found = _add(found, pair[0], pair[1], f"{origin}: entry {n}")
+        if not found:
+            raise GlossaryError(f"{origin}: no terms")
+        if len(found) > MAX_TERMS:
+            raise GlossaryError(f"{origin}: {len(found)} terms, at most {MAX_TERMS:,}")
+        return cls(tuple(sorted(found.values(), key=lambda t: (-len(t.source), t.source))))
+
+    @cached_property
+    def _pattern(self) -> regex.Pattern:
+        words = "|".join(regex.escape(t.source) for t in self.terms)
+        return regex.compile(rf"(?<!\w)(?:{words})(?!\w)", regex.IGNORECASE)
+
+    @cached_property
+    def _by_source(self) -> dict[str, Term]:
+        return {t.source.casefold(): t for t in self.terms}
+
+    def matches(self, sentence: str) -> list[Term]:
+        """The terms whose source term ``sentence`` holds, in the order they occur (a term
+        once however often it occurs)."""
+        found: dict[str, Term] = {}
+        for m in self._pattern.finditer(sentence):
+            term = self._by_source.get(m.group().casefold())
+            if term is not None:
+                found.setdefault(term.source, term)
+        return list(found.values())
+
+
+def _add(found: dict[str, Term], source: Any, target: Any, where: str) -> dict[str, Term]:
+    if not isinstance(source, str) or not isinstance(target, str):
+        raise GlossaryError(f"{where}: source and target terms must be text")
+    source, target = source.strip(), target.strip()
+    if not source or not target:
+        raise GlossaryError(f"{where}: an empty {'source' if not source else 'target'} term")
+    key = source.casefold()
+    if key in found and found[key].target != target:
+        raise GlossaryError(
+            f"{where}: {source!r} again, with another target ({found[key].target!r} before)"
+        )
+    found[key] = Term(source, target)
+    return found
+
+
+def read_glossary(path: str | Path) -> Glossary:
+    """A glossary from a TSV file (``source term<TAB>target term`` a line).
+
+    Raises:
+        GlossaryError: the file cannot be read, is not UTF-8, holds no term, or has a line
+            that is not two tab-separated terms (naming the file and the line).
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise GlossaryError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise GlossaryError(f"{path}: cannot read the glossary ({e.strerror or e})") from None
+    pairs = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise GlossaryError(
+                f"{path}: line {n}: expected 'source term<TAB>target term', got "
+                f"{len(fields)} field{'s' if len(fields) != 1 else ''}"
+            )
+        pairs.append((n, fields))
+    if not pairs:
+        raise GlossaryError(f"{path}: no terms (one 'source term<TAB>target term' a line)")
+    found: dict[str, Term] = {}
+    for n, (source, target) in pairs:
+        found = _add(found, source, target, f"{path}: line {n}")
+    return Glossary.from_pairs([(t.source, t.target) for t in found.values()], origin=str(path))
+
+
+def spell_as_glossary(translation: str, terms: Iterable[Term]) -> str:
+    """``translation`` with each target term written as the glossary spells it (a model
+    trained on lowercased text emits it lowercased)."""
+    for term in terms:
+        translation = regex.sub(
+            rf"(?<!\w){regex.escape(term.target)}(?!\w)",
+            lambda _m, t=term.target: t,
+            translation,
+            flags=regex.IGNORECASE,
+        )
+    return translation

@@ -1,0 +1,132 @@
+"""Protected spans, glossaries and confidence through the Translator, on the tiny trained
+model (it reverses short sentences of a small vocabulary)."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+from aiayn.text import protect
+from aiayn.text.glossary import Glossary
+
+GREEDY = SearchOptions(beam=1)
+BEAM = SearchOptions(beam=3)
+LINES = ["the dog runs on the street .", "a small cat sleeps under the big tree", ""]
+
+
+@pytest.fixture(scope="module")
+def translator(trained_model_dir):
+    return Translator.from_dir(trained_model_dir)
+
+
+def _teacher_forced_confidence(translator, line, tokens):
+    """exp(mean log-probability of ``tokens`` + EOS) by the model's forward pass."""
+    model, specials = translator.model, translator.model.specials
+    src = torch.tensor([[*translator.src_tokenizer.encode([line])[0], specials.eos]])
+    tgt = torch.tensor([[specials.bos, *tokens]])
+    with torch.no_grad():
+        logp = model(src, tgt).float()[0].log_softmax(-1)  # (T, V)
+    picked = logp.gather(1, torch.tensor([*tokens, specials.eos])[:, None])
+    return math.exp(picked.mean().item())
+
+
+@pytest.mark.parametrize("options", [GREEDY, BEAM], ids=["greedy", "beam"])
+def test_the_confidence_is_the_geometric_mean_of_the_emitted_tokens_probabilities(
+    translator, options
+):
+    results = translator.translate(LINES, dataclasses.replace(options, text="raw"))
+    for line, [best] in zip(LINES[:2], results, strict=False):
+        assert 0 < best.confidence <= 1
+        expected = _teacher_forced_confidence(translator, line, best.tokens)
+        assert best.confidence == pytest.approx(expected, rel=1e-3)
+    assert results[2][0].confidence == 1.0  # nothing to translate: certain
+
+
+def test_a_line_of_sentences_takes_the_tokens_mean_of_its_sentences(translator):
+    [[one]] = translator.translate([LINES[0]], BEAM)
+    [[two]] = translator.translate([LINES[1]], BEAM)
+    [[both]] = translator.translate([f"{LINES[0]} {LINES[1].capitalize()}."], BEAM)
+    assert (
+        min(one.confidence, two.confidence)
+        <= both.confidence
+        <= max(one.confidence, two.confidence)
+    )
+
+
+def test_below_the_minimum_confidence_the_source_comes_back_flagged(translator):
+    found = translator.translate(LINES[:2], dataclasses.replace(BEAM, min_confidence=1.0))
+    assert [h[0].text for h in found] == LINES[:2]
+    assert all(h[0].flagged and h[0].confidence < 1 for h in found)
+    kept = translator.translate(LINES[:2], dataclasses.replace(BEAM, min_confidence=0.0))
+    assert not any(h[0].flagged for h in kept)
+    threshold = sorted(h[0].confidence for h in kept)
+    split = translator.translate(
+        LINES[:2], dataclasses.replace(BEAM, min_confidence=sum(threshold) / 2)
+    )
+    assert sorted(h[0].flagged for h in split) == [False, True]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"min_confidence": 1.5}, "min_confidence = 1.5: expected a number from 0 to 1"),
+        ({"min_confidence": float("nan")}, "min_confidence"),
+        ({"protect_patterns": ("(unclosed",)}, "does not compile"),
+        ({"protect_patterns": ["x"]}, "tuple of regexes"),
+        ({"protect": "yes"}, "expected true or false"),
+        ({"glossary": {"dog": "Hund"}}, "Glossary"),
+    ],
+)
+def test_bad_term_options_are_one_line(changes, message):
+    with pytest.raises(TranslationError, match=message.replace("(", r"\(")) as e:
+        SearchOptions(**changes)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("options", [GREEDY, BEAM], ids=["greedy", "beam"])
+def test_a_glossary_term_is_imposed(translator, options):
+    line = "the dog runs on the street ."
+    [[plain]] = translator.translate([line], options)
+    assert "house" not in plain.text
+    glossary = Glossary.from_pairs([("dog", "house")])
+    [[forced]] = translator.translate([line], dataclasses.replace(options, glossary=glossary))
+    assert "house" in forced.text.lower()
+    house = translator.tgt_tokenizer.encode(["house"])[0]
+    assert any(forced.tokens[i : i + len(house)] == house for i in range(len(forced.tokens)))
+    assert 0 < forced.confidence <= 1
+
+
+def test_a_protected_span_stands_where_the_model_puts_its_sentinel(translator, monkeypatch):
+    monkeypatch.setattr(protect, "SENTINELS", ("house",))  # a word this model copies
+    [[found]] = translator.translate(["the dog {{name}} runs ."], BEAM)
+    assert found.text.count("{{name}}") == 1
+    [[reference]] = translator.translate(["the dog house runs ."], BEAM)
+    assert found.text == reference.text.replace("house", "{{name}}")
+
+
+def test_every_span_comes_back_once_even_where_the_model_cannot_spell_its_sentinel(
+    translator,
+):
+    line = "the dog %(count)d runs to https://example.org/a?b=1 , a.b@example.com {0} ."
+    warnings = []
+    [[found]] = translator.translate([line], BEAM, warn=warnings.append)
+    for span in ("%(count)d", "https://example.org/a?b=1", "a.b@example.com", "{0}"):
+        assert found.text.count(span) == 1
+    off = dataclasses.replace(BEAM, protect=False)
+    [[unprotected]] = translator.translate([line], off)
+    assert "https://example.org/a?b=1" not in unprotected.text
+
+
+def test_an_unbalanced_placeholder_is_one_line_naming_the_line(translator):
+    with pytest.raises(TranslationError, match=r"line 2: unbalanced placeholder '\{\{'"):
+        translator.translate(["the dog .", "the {{name dog ."], BEAM)
+    [[found]] = translator.translate(["the {{name dog ."], dataclasses.replace(BEAM, protect=False))
+    assert isinstance(found.text, str)
+
+
+def test_a_user_pattern_is_protected(translator):
+    options = dataclasses.replace(BEAM, protect_patterns=(r"ACME-\d+",))
+    [[found]] = translator.translate(["the dog ACME-42 runs ."], options)
+    assert found.text.count("ACME-42") == 1

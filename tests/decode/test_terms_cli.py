@@ -1,0 +1,75 @@
+"""``aiayn translate`` with --scores, --min-confidence, --glossary and --protect."""
+
+import pytest
+
+from aiayn.cli import main
+
+LINES = ["the dog runs on the street .", "a small cat sleeps under the big tree"]
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    return path
+
+
+def _translate(model, source, *options):
+    return main(["translate", "--model", str(model), "-i", str(source), "--beam", "3", *options])
+
+
+def test_scores_put_each_lines_confidence_before_it(trained_model_dir, source, capsys):
+    assert _translate(trained_model_dir, source, "--scores") == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 2 and all(len(r) == 2 and 0 < float(r[0]) <= 1 for r in rows)
+
+
+def test_below_min_confidence_the_source_comes_back_and_is_said(trained_model_dir, source, capsys):
+    assert _translate(trained_model_dir, source, "--min-confidence", "1") == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == LINES
+    assert "line 2: confidence" in captured.err and "the source is given back" in captured.err
+
+
+def test_a_glossary_file_imposes_its_term(trained_model_dir, source, tmp_path, capsys):
+    glossary = tmp_path / "g.tsv"
+    glossary.write_text("dog\thouse\n", encoding="utf-8")
+    assert _translate(trained_model_dir, source, "--glossary", str(glossary)) == 0
+    assert "house" in capsys.readouterr().out.splitlines()[0].lower()
+
+
+def test_a_user_pattern_and_no_protect(trained_model_dir, tmp_path, capsys):
+    path = tmp_path / "in.txt"
+    path.write_text("the dog ACME-42 runs\n", encoding="utf-8")
+    assert _translate(trained_model_dir, path, "--protect", r"ACME-\d+") == 0
+    assert capsys.readouterr().out.count("ACME-42") == 1
+    path.write_text("the {{dog runs\n", encoding="utf-8")
+    assert _translate(trained_model_dir, path, "--no-protect") == 0
+
+
+@pytest.mark.parametrize(
+    "options, content, message",
+    [
+        (["--min-confidence", "1.5"], None, "--min-confidence: 1.5 is out of range"),
+        (["--min-confidence", "x"], None, "--min-confidence: expected a number"),
+        (["--protect", "(ab"], None, "protect pattern '(ab' does not compile"),
+        (["--glossary", "{dir}/empty.tsv"], None, "empty.tsv: no terms"),
+        (["--glossary", "{dir}/bad.tsv"], None, "bad.tsv: line 1: expected"),
+        ([], "the {{dog runs", "line 1: unbalanced placeholder '{{'"),
+    ],
+)
+def test_bad_values_are_one_line_and_exit_2(
+    trained_model_dir, tmp_path, capsys, options, content, message
+):
+    (tmp_path / "empty.tsv").write_text("")
+    (tmp_path / "bad.tsv").write_text("only one field\n")
+    path = tmp_path / "in.txt"
+    path.write_text(f"{content or 'the dog'}\n", encoding="utf-8")
+    options = [o.replace("{dir}", str(tmp_path)) for o in options]
+    try:
+        status = _translate(trained_model_dir, path, *options)
+    except SystemExit as e:  # argparse's own errors
+        status = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and message in err[0] and "Traceback" not in err[0]

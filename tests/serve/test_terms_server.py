@@ -1,0 +1,92 @@
+"""The LibreTranslate API's confidence, minimum confidence, glossary and protected spans
+(request fields and server defaults), and their bad values as one-line 400s."""
+
+import pytest
+
+from aiayn.errors import AiaynError
+
+pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
+
+LINES = ["the dog runs on the street .", "a small cat sleeps under the big tree"]
+
+
+@pytest.fixture(scope="module")
+def client(en_de):
+    from fastapi.testclient import TestClient
+
+    from aiayn.serve.app import create_app
+    from aiayn.serve.common import ServeSettings
+    from aiayn.text.glossary import Glossary
+
+    glossary = Glossary.from_pairs([("tree", "ball")])
+    settings = ServeSettings(models=(str(en_de),), workers=1, beam=3, glossary=glossary)
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+def _post(client, **body):
+    return client.post("/translate", json={"source": "en", "target": "de", **body})
+
+
+def test_every_translation_carries_its_confidence(client):
+    single = _post(client, q=LINES[0]).json()
+    assert 0 < single["confidence"] <= 1 and "flagged" not in single
+    listed = _post(client, q=LINES).json()
+    assert len(listed["confidence"]) == 2
+    assert listed["confidence"][0] == pytest.approx(single["confidence"], abs=1e-4)
+
+
+def test_below_min_confidence_the_source_comes_back_flagged(client):
+    answer = _post(client, q=LINES, min_confidence=1).json()
+    assert answer["translatedText"] == LINES and answer["flagged"] == [True, True]
+    form = client.post(
+        "/translate", data={"q": LINES[0], "source": "en", "target": "de", "min_confidence": "0"}
+    ).json()
+    assert form["translatedText"] != LINES[0]
+
+
+def test_a_request_glossary_joins_the_servers(client):
+    answer = _post(client, q=LINES[1], glossary={"cat": "house"}).json()
+    text = answer["translatedText"].lower()
+    assert "house" in text and "ball" in text  # the request's term and the server's
+    tsv = _post(client, q=LINES[0], glossary="dog\thouse").json()
+    assert "house" in tsv["translatedText"].lower()
+
+
+def test_protected_spans_and_request_patterns(client):
+    answer = _post(client, q="the dog {{name}} runs ACME-42", protect="ACME-\\d+").json()
+    assert answer["translatedText"].count("{{name}}") == 1
+    assert answer["translatedText"].count("ACME-42") == 1
+    off = _post(client, q="the {{dog runs", protect_spans=False)
+    assert off.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"min_confidence": 2}, "min_confidence must be a number from 0 to 1"),
+        ({"min_confidence": "high"}, "min_confidence must be a number"),
+        ({"protect": "(ab"}, "does not compile"),
+        ({"protect": 5}, "protect must be a regex"),
+        ({"glossary": {}}, "glossary: no terms"),
+        ({"glossary": "no tab here"}, "glossary: entry 1"),
+        ({"glossary": [["dog", ""]]}, "empty target term"),
+        ({"glossary": 3}, "glossary must be"),
+        ({"protect_spans": "maybe"}, "protect_spans must be true or false"),
+        ({"q": "the {{dog runs"}, "unbalanced placeholder '{{'"),
+    ],
+)
+def test_bad_values_are_a_one_line_400(client, body, message):
+    answer = _post(client, **{"q": LINES[0], **body})
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert message in error and "\n" not in error
+
+
+def test_bad_server_defaults_are_refused_at_start(en_de):
+    from aiayn.serve.common import ServeSettings
+
+    with pytest.raises(AiaynError, match=r"ServeSettings\.min_confidence"):
+        ServeSettings(models=(str(en_de),), min_confidence=-0.1)
+    with pytest.raises(AiaynError, match="does not compile"):
+        ServeSettings(models=(str(en_de),), protect_patterns=("[",))

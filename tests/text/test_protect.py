@@ -1,0 +1,93 @@
+"""Protected spans: found, masked by sentinels, put back exactly once (no model needed)."""
+
+import pytest
+
+from aiayn.text.protect import MATCH_SECONDS, ProtectError, compile_patterns, mask
+
+BUILT_IN = compile_patterns(())
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        "{{name}}",
+        "{0}",
+        "{}",
+        "%s",
+        "%d",
+        "%(count)d",
+        "%1$s",
+        "%.2f",
+        "$HOME",
+        "${HOME}",
+        "`ls -l`",
+        "https://example.org/a?b=1&c=2",
+        "www.example.com/path",
+        "ftp://files.example.org/x.tar.gz",
+        "first.last+tag@mail.example.co.uk",
+    ],
+)
+def test_each_kind_of_span_is_masked_and_restored(span):
+    sentence = f"Before {span} after."
+    masked = mask(sentence, BUILT_IN)
+    assert [s.text for s in masked.spans] == [span]
+    assert span not in masked.text
+    assert masked.restore(masked.text) == sentence
+
+
+def test_trailing_punctuation_stays_out_of_a_url():
+    masked = mask("See https://example.org/page. Or (www.example.com).", BUILT_IN)
+    assert [s.text for s in masked.spans] == ["https://example.org/page", "www.example.com"]
+
+
+def test_sentinels_avoid_the_numbers_a_sentence_holds():
+    masked = mask("71 dogs and 72 cats ask {name}", BUILT_IN)
+    assert masked.spans[0].sentinel not in ("71", "72")
+    assert masked.restore(masked.text) == "71 dogs and 72 cats ask {name}"
+
+
+def test_restoring_puts_each_span_back_exactly_once_wherever_the_sentinel_went():
+    masked = mask("Hello {{name}}, see %s", BUILT_IN)
+    first, second = (s.sentinel for s in masked.spans)
+    moved = f"{second} sehen, hallo {first}"
+    assert masked.restore(moved) == "%s sehen, hallo {{name}}"
+    assert masked.restore(f"hallo {first} {first}, {second}") == "hallo {{name}}, %s"
+    assert masked.restore("hallo") == "hallo {{name}} %s"  # missing: appended
+
+
+def test_a_span_touching_a_word_gets_its_sentinel_apart_and_its_place_back():
+    masked = mask("Hi{name}!", BUILT_IN)
+    assert masked.text.startswith("Hi ")
+    assert masked.restore(masked.text.replace("Hi", "Hallo")) == "Hallo{name}!"
+
+
+def test_user_patterns_join_the_built_in_ones():
+    patterns = compile_patterns((r"ACME-\d+", r"\d+ ?kg"))
+    masked = mask("Order ACME-42 weighs 12 kg", patterns)
+    assert [s.text for s in masked.spans] == ["ACME-42", "12 kg"]
+
+
+@pytest.mark.parametrize("text", ["a {{b c", "a {b c", "a b}} c", "a ${b c", "a %(b c"])
+def test_an_unbalanced_placeholder_is_refused_in_one_line(text):
+    with pytest.raises(ProtectError, match=r"line 3: unbalanced placeholder") as e:
+        mask(text, BUILT_IN, place="line 3")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("pattern", ["(", "[a-", "a{2,1}", "", 5])
+def test_a_pattern_that_does_not_compile_is_one_line(pattern):
+    with pytest.raises(ProtectError, match="protect pattern") as e:
+        compile_patterns((pattern,))
+    assert "\n" not in str(e.value)
+
+
+def test_a_runaway_pattern_is_stopped():
+    patterns = compile_patterns((r"(a|aa)+$",))
+    with pytest.raises(ProtectError, match=f"ran over {MATCH_SECONDS:g}s"):
+        mask("a" * 40 + "!", patterns)
+
+
+def test_plain_text_is_left_alone():
+    sentence = "A dog runs 50% faster than $5 worth of cats."
+    masked = mask(sentence, BUILT_IN)
+    assert masked.text == sentence and not masked.spans
