@@ -1,0 +1,265 @@
+"""Protected spans, glossaries and confidence, measured on a trained model and Multi30k's
+test sets (raw, cased text: what the model translates as a user's text).
+
+    python bench/terms.py --model DIR [--sets 2016 2017] [--parts spans glossary confidence]
+        [--src en --tgt de] [--beam 5] [--limit N] [--seed 0]
+
+- spans: a placeholder, inline code, a URL or an e-mail address (``SPANS``) is put between
+  two words of a seeded 30% of the source lines. Each line is translated with protected
+  spans (the default: sentinels imposed by the constrained beam search), with the sentinels
+  alone (masked and restored, but not imposed: what the model copies by itself) and with
+  protection off. Prints the share of spans that came back verbatim exactly once, and the
+  BLEU of the whole set with each span taken out of its output, against the clean set's.
+- glossary: for a seeded choice of 1-2 content words of each reference line, the source
+  word of its line that co-occurs with it most in the training corpus (Dice coefficient
+  over its lines, at least ``MIN_DICE``) makes a glossary entry of that line. Lines with
+  entries are translated one at a time, with and without their glossary: the share of
+  lines whose every target term appears, BLEU of the set, and the seconds each way.
+- confidence: Spearman's correlation between each line's confidence and its sentence chrF.
+
+Corpora under ``AIAYN_DATA_DIR`` (default ``../shared/data``): ``multi30k/train.*.gz`` and
+``multi30k/test_YEAR_flickr.*.gz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gzip
+import json
+import os
+import random
+import re
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+SPANS = (
+    "{{name}}",
+    "%s",
+    "%(count)d",
+    "${HOME}",
+    "{0}",
+    "$USER",
+    "`make test`",
+    "https://example.org/p?id={n}",
+    "anna.{n}@example.com",
+)
+FRACTION = 0.3  # of the source lines that get a span
+MIN_DICE = 0.2  # a glossary entry's source and target words co-occur at least this much
+STOPWORDS = {  # German and French function words never chosen as glossary terms
+    "eine", "einer", "einem", "einen", "eines", "der", "die", "das", "dem", "den", "des",
+    "und", "oder", "mit", "auf", "von", "vor", "neben", "sich", "sind", "ist",
+    "während", "ihre", "seine", "ihrem", "seinem", "zwei", "drei", "hinter", "unter",
+    "über", "durch", "nach", "einige", "viele", "beim", "etwas", "dans", "avec",
+    "pour", "sont", "leur", "leurs", "une", "les", "sur", "deux", "trois",
+}  # fmt: skip
+WORD = re.compile(r"\w+")
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("AIAYN_DATA_DIR", "../shared/data")) / "multi30k"
+
+
+def read(path: Path, limit: int | None = None) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        lines = [line.strip() for line in f]
+    return lines[:limit] if limit else lines
+
+
+def without(text: str, span: str) -> str:
+    """``text`` with ``span`` taken out and the spacing it leaves tidied."""
+    text = re.sub(r"\s+", " ", text.replace(span, " ")).strip()
+    return re.sub(r"\s+([.,!?;:])", r"\1", text)
+
+
+def inject(lines: list[str], seed: int) -> dict[int, tuple[str, str]]:
+    """For a seeded ``FRACTION`` of the lines: (the line with a span inserted, the span)."""
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(range(len(lines)), round(FRACTION * len(lines))))
+    out = {}
+    for i in chosen:
+        words = lines[i].split()
+        span = rng.choice(SPANS).format(n=rng.randint(1, 999))
+        words.insert(rng.randint(0, max(len(words) - 1, 0)), span)
+        out[i] = (" ".join(words), span)
+    return out
+
+
+def spans(translator, options, src: list[str], ref: list[str], seed: int) -> dict:
+    from aiayn.eval import corpus_scores
+    from aiayn.text.protect import compile_patterns, mask
+
+    injected = inject(src, seed)
+    tgt_lang = translator.tgt_lang
+    clean = [h[0].text for h in translator.translate(src, options)]
+    lines = list(injected)
+    texts = [injected[i][0] for i in lines]
+    masked = [mask(t, compile_patterns(())) for t in texts]
+    off = dataclasses.replace(options, protect=False)
+    alone = translator.translate([m.text for m in masked], off)
+    variants = {
+        "protected (sentinels imposed)": [h[0].text for h in translator.translate(texts, options)],
+        "sentinels only (not imposed)": [
+            m.restore(h[0].text) for m, h in zip(masked, alone, strict=True)
+        ],
+        "not protected": [h[0].text for h in translator.translate(texts, off)],
+    }
+    result = {
+        "lines with a span": len(lines),
+        "BLEU clean": round(corpus_scores(clean, ref, tgt_lang=tgt_lang).bleu, 2),
+    }
+    for name, outputs in variants.items():
+        kept = [o.count(injected[i][1]) == 1 for i, o in zip(lines, outputs, strict=True)]
+        hyps = list(clean)
+        for i, o in zip(lines, outputs, strict=True):
+            hyps[i] = without(o, injected[i][1])
+        result[f"{name}: spans verbatim once %"] = round(100 * sum(kept) / len(kept), 2)
+        result[f"{name}: BLEU rest"] = round(corpus_scores(hyps, ref, tgt_lang=tgt_lang).bleu, 2)
+    return result
+
+
+def dice_table(src_lang: str, tgt_lang: str) -> tuple[dict, dict]:
+    """Each word's set of training lines, per language (lowercased)."""
+    lines = {}
+    for lang in (src_lang, tgt_lang):
+        where: dict[str, set[int]] = defaultdict(set)
+        for n, line in enumerate(read(data_dir() / f"train.{lang}.gz")):
+            for word in set(WORD.findall(line.lower())):
+                where[word].add(n)
+        lines[lang] = where
+    return lines[src_lang], lines[tgt_lang]
+
+
+def glossaries(src: list[str], ref: list[str], seed: int, src_lang: str, tgt_lang: str):
+    """Each line's glossary pairs (possibly none), seeded."""
+    from_src, from_tgt = dice_table(src_lang, tgt_lang)
+    rng = random.Random(seed)
+    found = []
+    for s, r in zip(src, ref, strict=True):
+        candidates = [
+            w for w in dict.fromkeys(WORD.findall(r)) if len(w) >= 4 and w.isalpha()
+            and w.lower() not in STOPWORDS
+        ]  # fmt: skip
+        rng.shuffle(candidates)
+        want, pairs, used = rng.randint(1, 2), [], set()
+        for target in candidates:
+            t_lines = from_tgt.get(target.lower(), set())
+            best, score = None, 0.0
+            for source in dict.fromkeys(w for w in WORD.findall(s) if len(w) >= 3):
+                s_lines = from_src.get(source.lower(), set())
+                if not s_lines or not t_lines or source.lower() in used:
+                    continue
+                dice = 2 * len(s_lines & t_lines) / (len(s_lines) + len(t_lines))
+                if dice > score:
+                    best, score = source, dice
+            if best is not None and score >= MIN_DICE:
+                pairs.append((best, target))
+                used.add(best.lower())
+            if len(pairs) == want:
+                break
+        found.append(pairs)
+    return found
+
+
+def has_term(text: str, term: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def glossary(translator, options, src, ref, seed, src_lang, tgt_lang) -> dict:
+    from aiayn.eval import corpus_scores
+    from aiayn.text.glossary import Glossary
+
+    per_line = glossaries(src, ref, seed, src_lang, tgt_lang)
+    plain = [h[0].text for h in translator.translate(src, options)]
+    forced = list(plain)
+    lines = [i for i, pairs in enumerate(per_line) if pairs]
+    seconds = {"without": 0.0, "with": 0.0}
+    before = []
+    for i in lines:
+        start = time.perf_counter()
+        [[alone]] = translator.translate([src[i]], options)
+        seconds["without"] += time.perf_counter() - start
+        terms = dataclasses.replace(options, glossary=Glossary.from_pairs(per_line[i]))
+        start = time.perf_counter()
+        [[found]] = translator.translate([src[i]], terms)
+        seconds["with"] += time.perf_counter() - start
+        forced[i] = found.text
+        before.append(all(has_term(alone.text, t) for _, t in per_line[i]))
+    met = [all(has_term(forced[i], t) for _, t in per_line[i]) for i in lines]
+    tgt = translator.tgt_lang
+    return {
+        "lines with a glossary": len(lines),
+        "terms": sum(len(per_line[i]) for i in lines),
+        "term rate % without glossary": round(100 * sum(before) / max(len(lines), 1), 2),
+        "term rate % with glossary": round(100 * sum(met) / max(len(lines), 1), 2),
+        "BLEU without": round(corpus_scores(plain, ref, tgt_lang=tgt).bleu, 2),
+        "BLEU with": round(corpus_scores(forced, ref, tgt_lang=tgt).bleu, 2),
+        "seconds one line at a time, without": round(seconds["without"], 1),
+        "seconds one line at a time, with": round(seconds["with"], 1),
+    }
+
+
+def ranks(values: list[float]) -> np.ndarray:
+    """Ranks from 1, ties given their mean rank."""
+    array = np.asarray(values, dtype=float)
+    order = array.argsort(kind="stable")
+    ranked = np.empty(len(array))
+    ranked[order] = np.arange(1, len(array) + 1)
+    for value, count in Counter(array.tolist()).items():
+        if count > 1:
+            ranked[array == value] = ranked[array == value].mean()
+    return ranked
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
+
+
+def confidence(translator, options, src, ref) -> dict:
+    from sacrebleu.metrics import CHRF
+
+    found = [h[0] for h in translator.translate(src, options)]
+    chrf = CHRF()
+    scores = [chrf.sentence_score(h.text, [r]).score for h, r in zip(found, ref, strict=True)]
+    sure = [h.confidence for h in found]
+    return {
+        "Spearman(confidence, sentence chrF)": round(spearman(sure, scores), 3),
+        "mean confidence": round(float(np.mean(sure)), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--sets", nargs="+", default=["2016", "2017"])
+    parser.add_argument("--parts", nargs="+", default=["spans", "glossary", "confidence"])
+    parser.add_argument("--src", default="en")
+    parser.add_argument("--tgt", default="de")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--limit", type=int, help="the first N lines of each set")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    from aiayn.decode.translator import SearchOptions, Translator
+
+    translator = Translator.from_dir(args.model)
+    options = SearchOptions(beam=args.beam)
+    for year in args.sets:
+        name = f"test_{year}_flickr"
+        src = read(data_dir() / f"{name}.{args.src}.gz", args.limit)
+        ref = read(data_dir() / f"{name}.{args.tgt}.gz", args.limit)
+        row: dict = {"set": name, "beam": args.beam}
+        if "spans" in args.parts:
+            row["spans"] = spans(translator, options, src, ref, args.seed)
+        if "glossary" in args.parts:
+            row["glossary"] = glossary(translator, options, src, ref, args.seed, args.src, args.tgt)
+        if "confidence" in args.parts:
+            row["confidence"] = confidence(translator, options, src, ref)
+        print(json.dumps(row, ensure_ascii=False, indent=1), flush=True)
+
+
+if __name__ == "__main__":
+    main()
