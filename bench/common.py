@@ -4,12 +4,68 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
 
 SIZES = ("tiny", "base")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
 VOCAB = 10_000
+# the x86 extensions that decide which precision is fast: (name printed, /proc/cpuinfo flag)
+EXTENSIONS = (
+    ("AVX2", "avx2"),
+    ("AVX512", "avx512f"),
+    ("AVX512-VNNI", "avx512_vnni"),
+    ("AVX-VNNI", "avx_vnni"),
+    ("AVX512-BF16", "avx512_bf16"),
+    ("AMX", "amx_tile"),
+)
+BFLOAT16_FLAGS = {"avx512_bf16", "amx_tile"}  # bfloat16 products in hardware (else emulated)
+
+
+def cpu_flags() -> set[str]:
+    """The instruction-set flags of this CPU (/proc/cpuinfo; empty where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def cpu_model() -> str:
+    """This CPU's model name (/proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def instruction_set() -> str:
+    """One line naming the CPU, its cores, the extensions of ``EXTENSIONS`` it has and
+    lacks, and the kernels PyTorch picked (``torch.backends.cpu.get_cpu_capability``)."""
+    import torch
+
+    flags = cpu_flags()
+    has = [name for name, flag in EXTENSIONS if flag in flags]
+    lacks = [name for name, flag in EXTENSIONS if flag not in flags]
+    return (
+        f"CPU: {cpu_model()}, {os.cpu_count()} cores; has {', '.join(has) or 'none of'}"
+        f"{'; lacks ' + ', '.join(lacks) if lacks else ''}; "
+        f"PyTorch's kernels: {torch.backends.cpu.get_cpu_capability()}"
+    )
+
+
+def native_precisions(precisions: tuple[str, ...]) -> list[str]:
+    """``precisions`` less bf16 where this CPU emulates bfloat16 (neither AVX512-BF16 nor
+    AMX): the default of ``--precisions``."""
+    emulated = not BFLOAT16_FLAGS & cpu_flags()
+    return [p for p in precisions if not (p == "bf16" and emulated)]
 
 
 def measure_in_subprocess(

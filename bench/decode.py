@@ -1,7 +1,8 @@
 """Decoding speed, side by side: aiayn (KV cache), Hugging Face Marian, CTranslate2 and a
 no-cache loop.
 
-    python bench/decode.py [--sizes tiny base marian] [--repeats 3] [--rounds 3]
+    python bench/decode.py [--sizes tiny base marian] [--precisions fp32 bf16] [--repeats 3]
+                           [--rounds 3]
 
 Sentences per second for greedy search and beam search on a batch of 64 sentences of 15
 source tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is
@@ -10,7 +11,9 @@ allocator is named in every row (aiayn's rows keep oneDNN's kernel cache at 64 e
 ``aiayn translate`` does). Medians of ``--repeats`` timed runs per process, then over
 ``--rounds`` passes through all the rows (a slow spell of a shared machine falls on every
 system alike). "aiayn bf16" is ``--precision bf16``: matrix products in bfloat16, through
-weights packed once in bfloat16.
+weights packed once in bfloat16. ``--precisions`` picks aiayn's rows (default: those this
+CPU computes in hardware; bf16 is left out where it is emulated: neither AVX512-BF16 nor
+AMX); the first line names the CPU and its instruction set.
 
 - ``tiny`` and ``base``: random aiayn weights of those presets, vocabulary 10,000, beam 5.
   CTranslate2 decodes the same weights (converted by ``aiayn.interop.ct2``, the code of
@@ -49,7 +52,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import SIZES, VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
+from common import (
+    SIZES,
+    VOCAB,
+    aiayn_config,
+    instruction_set,
+    marian_model,
+    measure_in_subprocess,
+    native_precisions,
+    set_up_allocator,
+)
 
 from aiayn.memory import limit_kernel_cache  # imports no torch
 
@@ -66,6 +78,13 @@ SYSTEMS = [  # (system, allocator)
     ("no-cache loop", "tuned"),
 ]
 AIAYN_SYSTEMS = {"aiayn", "aiayn bf16", "no-cache loop"}
+PRECISIONS = ("fp32", "bf16")  # aiayn's decoding precisions, each a row of its own
+PRECISION_OF = {"aiayn": "fp32", "aiayn bf16": "bf16", "no-cache loop": "fp32"}
+
+
+def wanted(system: str, precisions: list[str]) -> bool:
+    """Whether ``system``'s rows run: a peer always, an aiayn row in ``precisions``."""
+    return system not in PRECISION_OF or PRECISION_OF[system] in precisions
 
 
 def searches(size: str) -> list[str]:
@@ -438,7 +457,13 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
 
 
 def compare_trained(
-    model_dir: str, test: list[str], *, tokenized: bool, repeats: int, rounds: int
+    model_dir: str,
+    test: list[str],
+    *,
+    tokenized: bool,
+    repeats: int,
+    rounds: int,
+    precisions: list[str],
 ) -> None:
     """Every system and mode on a trained model's test set: BLEU and sentences/s."""
     from aiayn.data.corpus import read_lines
@@ -450,6 +475,7 @@ def compare_trained(
     rows = [
         (system, search, allocator)
         for system, allocator in TRAINED_SYSTEMS
+        if wanted(system, precisions)
         for search in trained_searches(system)
     ]
     with tempfile.TemporaryDirectory() as directory:
@@ -520,6 +546,12 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=list(ALL_SIZES), choices=ALL_SIZES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1, help="passes over all the rows")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=PRECISIONS,
+        help="aiayn's rows (default: those this CPU computes in hardware)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--work")
@@ -538,18 +570,20 @@ def main() -> None:
         if system in AIAYN_SYSTEMS:
             limit_kernel_cache()  # as `aiayn translate` does
         print(json.dumps(worker(system, size, search, args.repeats, Path(args.work))))
-    elif args.model:
-        options = dict(tokenized=args.tokenized, repeats=args.repeats, rounds=args.rounds)
-        compare_trained(args.model, args.test, **options)
     elif args.prepare:
         print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     else:
-        for size in args.sizes:
+        print(instruction_set(), flush=True)
+        precisions = args.precisions or native_precisions(PRECISIONS)
+        options = dict(repeats=args.repeats, rounds=args.rounds, precisions=precisions)
+        if args.model:
+            compare_trained(args.model, args.test, tokenized=args.tokenized, **options)
+        for size in [] if args.model else args.sizes:
             with tempfile.TemporaryDirectory() as work:
-                bench_size(size, args.repeats, args.rounds, work)
+                bench_size(size, work=work, **options)
 
 
-def bench_size(size: str, repeats: int, rounds: int, work: str) -> None:
+def bench_size(size: str, *, repeats: int, rounds: int, precisions: list[str], work: str) -> None:
     """Every row once per round, so that a slow spell of a shared machine falls on all
     systems alike; each row's figure is the median over rounds."""
     beam = BEAM[size]
@@ -561,6 +595,7 @@ def bench_size(size: str, repeats: int, rounds: int, work: str) -> None:
     rows = [
         (system, search, allocator)
         for system, allocator in SYSTEMS
+        if wanted(system, precisions)
         for search in searches(size)
         if not (system == "no-cache loop" and (size != "tiny" or search != "greedy"))
     ]

@@ -1,6 +1,6 @@
 """Training-step throughput, side by side: aiayn vs torch.nn.Transformer vs HF Marian.
 
-    python bench/train.py [--sizes tiny base] [--steps 8]
+    python bench/train.py [--sizes tiny base] [--steps 8] [--precisions fp32 bf16]
     python bench/train.py --device cuda [--sizes base big] [--pairs 1700]
 
 Target tokens per second of a full training step (forward, backward, Adam step) on batches
@@ -8,7 +8,9 @@ shaped like Multi30k (146 sentence pairs of 12-16 tokens, ~2.1k target tokens, v
 10,000), at the same dimensions for every system. Each measurement runs in its own process,
 so that allocator settings cannot leak from one system to another; the allocator is named
 in every row. "default" is glibc malloc as it comes; "tuned" is what aiayn sets up itself
-(mallopt: no mmap, no trim). Medians over the timed steps.
+(mallopt: no mmap, no trim). Medians over the timed steps. ``--precisions`` picks the rows'
+precisions (default on the CPU: those it computes in hardware; bf16 is left out where it is
+emulated: neither AVX512-BF16 nor AMX); the first line names the CPU and its instruction set.
 
 On a GPU (``--device cuda``) every system trains in bfloat16 autocast, the batch has
 ``--pairs`` sentence pairs of the same shape (1,700: ~25k target tokens, the paper's batch
@@ -25,7 +27,15 @@ import statistics
 import time
 
 from common import SIZES as CPU_SIZES
-from common import VOCAB, aiayn_config, marian_model, measure_in_subprocess, set_up_allocator
+from common import (
+    VOCAB,
+    aiayn_config,
+    instruction_set,
+    marian_model,
+    measure_in_subprocess,
+    native_precisions,
+    set_up_allocator,
+)
 
 SIZES = (*CPU_SIZES, "big")  # big only makes sense on a GPU
 PAIRS = 146  # sentence pairs per batch: ~2.1k target tokens, a Multi30k batch
@@ -38,6 +48,7 @@ RUNS = [  # (system, precision, allocator)
     ("nn.Transformer", "bf16", "tuned"),
     ("HF Marian", "fp32", "default"),
 ]
+PRECISIONS = ("fp32", "bf16")
 GPU_RUNS = [(system, "bf16", "default") for system in ("aiayn", "nn.Transformer", "HF Marian")]
 
 
@@ -225,6 +236,12 @@ def main() -> None:
     parser.add_argument(
         "--peak-tflops", type=float, default=989.0, help="the GPU's dense bf16 peak"
     )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=PRECISIONS,
+        help="the rows' precisions (default on the CPU: those it computes in hardware)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "PRECISION", "ALLOC"))
     args = parser.parse_args()
     gpu = args.device != "cpu"
@@ -234,6 +251,9 @@ def main() -> None:
         set_up_allocator(allocator)
         print(json.dumps(worker(system, size, precision, args.steps, args.device, pairs)))
         return
+    print(instruction_set(), flush=True)
+    precisions = args.precisions or (PRECISIONS if gpu else native_precisions(PRECISIONS))
+    runs = [run for run in (GPU_RUNS if gpu else RUNS) if run[1] in precisions]
     options = ["--steps", "", "--device", args.device, "--pairs", str(pairs)]
     for size in args.sizes or (["base", "big"] if gpu else ["tiny", "base"]):
         steps = args.steps if size == "tiny" or gpu else max(3, args.steps // 2)
@@ -245,7 +265,7 @@ def main() -> None:
         header = f"  {'system':16} {'precision':9} {'allocator':9} {'tok/s':>9} {versus:>12}"
         print(f"{header} MFU" if gpu else header)
         results = {}
-        for system, precision, allocator in GPU_RUNS if gpu else RUNS:
+        for system, precision, allocator in runs:
             measured = measure_in_subprocess(
                 __file__, [system, size, precision, allocator], allocator, options
             )
