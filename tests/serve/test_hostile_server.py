@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -118,10 +119,10 @@ LIBRETRANSLATE_CASES = [
         "whole number",
     ),
     (
-        "JSON 100,000 deep",
+        "JSON 30,000 deep",
         "POST",
         "/translate",
-        _raw('{"q": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        _raw('{"q": ' + "[" * 30_000 + "]" * 30_000 + "}"),
         400,
         "nested deeper",
     ),
@@ -209,9 +210,60 @@ LIBRETRANSLATE_CASES = [
         "longer than",
     ),
     ("detect with a surrogate", "POST", "/detect", _raw('{"q": "\\ud800"}'), 400, "lone surrogate"),
+    (
+        "a chunked body past the limit",
+        "POST",
+        "/translate",
+        {"content": (b"[" + b'"dog",' * 10_000 for _ in range(8)), "headers": JSON},
+        413,
+        "too large",
+    ),
+    (
+        "two file parts",
+        "POST",
+        "/translate_file",
+        {
+            "files": [("file", ("a.txt", b"dog")), ("file", ("b.txt", b"cat"))],
+            "data": {"source": "en", "target": "de"},
+        },
+        400,
+        "send one file, got 2",
+    ),
+    (
+        "a file cut inside a character",
+        "POST",
+        "/translate_file",
+        {
+            "files": {"file": ("a.txt", "\U0001f600".encode() * 5_001)},
+            "data": {"source": "en", "target": "de"},
+        },
+        400,
+        "the file exceeds text limit",
+    ),
     ("HEAD /health", "HEAD", "/health", {}, 200, ""),
     ("HEAD /languages", "HEAD", "/languages", {}, 200, ""),
 ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "length"),
+    [("application/json", 150_000_000), ("multipart/form-data; boundary=x", 150_000_000)],
+)
+def test_a_body_too_large_is_refused_before_it_is_read(translator_server, kind, length):
+    """Only the headers are sent: the answer comes from the Content-Length alone."""
+    host, port = translator_server.url.removeprefix("http://").split(":")
+    head = (
+        f"POST /translate HTTP/1.1\r\nHost: {host}\r\nContent-Type: {kind}\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(head.encode())
+        answer = b""
+        while chunk := connection.recv(65536):  # the server closes the connection after it
+            answer += chunk
+        answer = answer.decode()
+    assert answer.startswith("HTTP/1.1 413"), answer
+    assert "too large" in answer and f"{length:,}" in answer, answer
 
 
 def _ask(**fields) -> dict:
@@ -244,8 +296,8 @@ OPENAI_CASES = [
      _ask_raw('"messages": [{"role": "user", "content": "\\ud800"}]'), 400, "lone surrogate"),
     ("prompt a list of numbers", "POST", "/v1/completions", _ask(prompt=[1, 2]), 400, "prompt"),
     ("n 2", "POST", "/v1/completions", _ask(prompt="to", n=2), 400, "n: only 1"),
-    ("JSON 100,000 deep", "POST", "/v1/completions",
-     _ask_raw('"prompt": ' + "[" * 100_000 + "]" * 100_000), 400, "nested deeper"),
+    ("JSON 30,000 deep", "POST", "/v1/completions",
+     _ask_raw('"prompt": ' + "[" * 30_000 + "]" * 30_000), 400, "nested deeper"),
     ("stream 'false', a string", "POST", "/v1/completions",
      _ask(prompt="to be", max_tokens=3, stream="false"), 400, "stream must be true or false"),
     ("stream 'yes' in a chat", "POST", "/v1/chat/completions",

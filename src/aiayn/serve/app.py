@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from aiayn.errors import AiaynError
 from aiayn.serve.common import ApiError, ServeSettings, Service, with_resolved_precision
 from aiayn.serve.libretranslate import LibreTranslate
+from aiayn.serve.limits import BodyLimit, body_limit
 from aiayn.serve.openai_api import OpenAICompletions
 from aiayn.store import read_model_config
 
@@ -52,6 +53,7 @@ def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = 
         allow_headers=["*"],
     )
     app.add_middleware(HeadAsGet)
+    app.add_middleware(BodyLimit, limit=body_limit(settings), error_body=service.error_body)
     _install_error_handlers(app, service)
 
     @app.get("/health")

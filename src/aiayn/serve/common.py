@@ -166,6 +166,8 @@ async def request_values(request: Request) -> dict[str, Any]:
     elif "form" in kind:
         try:
             form = await request.form()
+        except ApiError:  # a body over its limit (serve.limits)
+            raise
         except Exception as e:  # multipart parser errors have no common base
             raise ApiError(400, f"Invalid request: unreadable form ({type(e).__name__})") from None
         keys = list(form)

@@ -38,6 +38,7 @@ from aiayn.serve.checks import visible
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.detect import LanguageIdentifier
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
+from aiayn.serve.limits import read_upload
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
 from aiayn.serve.terms import answer_fields, term_fields
@@ -354,6 +355,8 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         values = await request_values(request)
         check_key(settings, values.get("api_key"))
         upload = values.get("file")
+        if isinstance(upload, list):
+            raise ApiError(400, f"Invalid request: send one file, got {len(upload)} file parts")
         if not isinstance(upload, UploadFile):
             raise ApiError(400, "Invalid request: missing file parameter")
         for name in ("source", "target"):
@@ -366,7 +369,9 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             raise ApiError(
                 400, f"Invalid request: file format not supported ({', '.join(FILE_FORMATS)})"
             )
-        text = _file_text(await upload.read(4 * settings.char_limit + 4), settings.char_limit)
+        text = _file_text(
+            await read_upload(upload, 4 * settings.char_limit + 3), settings.char_limit
+        )
         source, target = str(values["source"]), str(values["target"])
         if source == "auto":
             source, _ = service.source_of(text, target)
@@ -484,12 +489,15 @@ def _name(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
 
 
-def _file_text(content: bytes, char_limit: int) -> str:
-    """A text file's content (UTF-8, a byte-order mark allowed), within the text limit.
+def _file_text(content: bytes | None, char_limit: int) -> str:
+    """A text file's content (UTF-8, a byte-order mark allowed), within the text limit
+    (``None``: a file of more bytes than that many characters can take, left unread).
 
     Raises:
         ApiError: 400 for an empty, undecodable or too long file.
     """
+    if content is None:
+        raise ApiError(400, f"Invalid request: the file exceeds text limit ({char_limit})")
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as e:
