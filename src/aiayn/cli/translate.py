@@ -23,6 +23,13 @@ from aiayn.cli.common import (
     term_options,
 )
 from aiayn.config import BleuTokenize
+from aiayn.text.documents import FORMATS as DOCUMENTS
+from aiayn.text.documents import Limits, format_for
+
+# --format: lines of text or HTML, or one whole document (an HTML page is "html-file")
+FORMAT_CHOICES = ["text", "html", *(f"{n}-file" if n == "html" else n for n in DOCUMENTS)]
+# a document on the command line is the user's own: ten times the server's default bounds
+LOCAL_LIMITS = Limits(max_bytes=256 << 20, max_unpacked_bytes=1 << 30)
 
 
 def add_parsers(sub) -> None:
@@ -57,9 +64,11 @@ def add_parsers(sub) -> None:
     )
     t.add_argument(
         "--format",
-        choices=["text", "html"],
-        default="text",
-        help="html: each line is an HTML document; its text is translated, its markup kept",
+        choices=FORMAT_CHOICES,
+        help="text: one text a line; html: each line is an HTML document; a document format "
+        f"({', '.join(FORMAT_CHOICES[2:])}): the whole --input is one document, translated "
+        "with its formatting kept (default: by --input's suffix, e.g. .docx, .srt, .md, "
+        ".html; else text)",
     )
     t.add_argument(
         "--scores",
@@ -172,10 +181,13 @@ def run_translate(args: argparse.Namespace) -> int:
         stopping=args.stopping,
         text=args.text,
         split_sentences=args.split_sentences,
-        format=args.format,
+        format="html" if args.format == "html" else "text",
         **term_options(args),
     )
     translator.check(options)
+    document = _document_format(args.format, args.input)
+    if document is not None:
+        return _translate_document(translator, document, options, args)
     if args.input or args.output or references is not None:
         if args.input:
             lines = list(read_lines(args.input))
@@ -211,6 +223,46 @@ def run_translate(args: argparse.Namespace) -> int:
         hyps = [h[0].text for h in results]
         scores = corpus_scores(hyps, references, tgt_lang=translator.tgt_lang, tokenize=tokenize)
         print(scores, file=sys.stderr)
+    return 0
+
+
+def _document_format(chosen: str | None, input_file: str | None) -> str | None:
+    """The document format ``--format`` names, else the one ``--input``'s suffix names;
+    None: the input is lines."""
+    if chosen in ("text", "html"):
+        return None
+    if chosen is not None:
+        return chosen.removesuffix("-file")
+    found = format_for(input_file) if input_file else None
+    return found.name if found else None
+
+
+def _translate_document(translator, document: str, options, args: argparse.Namespace) -> int:
+    """``--input`` (or standard input) translated as one ``document`` to ``--output``."""
+    if args.nbest > 1 or args.ref or args.scores:
+        raise UsageError(
+            f"--nbest, --ref and --scores are for lines of text, not a {document} document"
+        )
+    what = args.input or "<stdin>"
+    if args.input:
+        try:
+            data = Path(args.input).read_bytes()
+        except OSError as e:
+            raise UsageError(f"--input {args.input}: {e.strerror}") from None
+    else:
+        data = sys.stdin.buffer.read()
+    start = time.perf_counter()
+    out = translator.translate_document(
+        data,
+        document,
+        options,
+        what=what,
+        limits=LOCAL_LIMITS,
+        warn=log,
+        target_token=args.target_token,
+    )
+    _write(args.output, out)
+    log(f"translated {what} ({document}) in {time.perf_counter() - start:.1f}s")
     return 0
 
 
@@ -290,15 +342,19 @@ def _check_writable(output: str | None) -> None:
         raise UsageError(f"--output {output}: not writable")
 
 
-def _write(output: str | None, text: str) -> None:
+def _write(output: str | None, text: str | bytes) -> None:
     if output is None:
+        if isinstance(text, bytes):
+            sys.stdout.buffer.write(text)
+            sys.stdout.buffer.flush()
+            return
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     path = Path(output)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

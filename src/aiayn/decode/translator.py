@@ -31,6 +31,8 @@ from aiayn.decode.terms import (
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.store import load_model
+from aiayn.text.documents import Limits, translate_document
+from aiayn.text.documents.base import DEFAULT_LIMITS
 from aiayn.text.glossary import Glossary
 from aiayn.text.html import HtmlText
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
@@ -310,6 +312,33 @@ class Translator:
             [dataclasses.replace(h, text=m.finish(self.tgt_text.restore(h.text))) for h in hyps]
             for m, hyps in zip(marked, found, strict=True)
         ]
+
+    def translate_document(
+        self,
+        data: bytes,
+        format: str,
+        options: SearchOptions = SearchOptions(),
+        *,
+        what: str = "document",
+        limits: Limits = DEFAULT_LIMITS,
+        warn: Callable[[str], None] = LOGGER.warning,
+        target_token: str | None = None,
+    ) -> bytes:
+        """A whole document (``format``: a name in ``aiayn.text.documents.FORMATS``: docx,
+        pptx, odt, odp, epub, html, srt, vtt, markdown) translated, its formatting kept:
+        ``aiayn.text.documents.translate_document`` with this model's best translations.
+
+        Raises:
+            DocumentError: the document is broken, hostile, of another format or over
+                ``limits`` (``DocumentTooLarge``).
+        """
+        text_options = dataclasses.replace(options, nbest=1, format="text")
+
+        def translate(texts: list[str]) -> list[str]:
+            found = self.translate(texts, text_options, warn=warn, target_token=target_token)
+            return [hyps[0].text for hyps in found]
+
+        return translate_document(data, format, translate, what=what, limits=limits)
 
     def _translate_texts(
         self,

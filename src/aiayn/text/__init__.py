@@ -1,5 +1,6 @@
 """Natural text around a model: the preprocessing a model was trained on (Moses steps),
-applied to inputs and undone on outputs; paragraphs split into sentences; HTML.
+applied to inputs and undone on outputs; paragraphs split into sentences; HTML; text in
+runs of formatting; whole documents (``aiayn.text.documents``).
 
 Pure text in, text out: no torch. Names are imported on first use (``aiayn.exports``).
 """

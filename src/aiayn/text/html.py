@@ -11,11 +11,9 @@ The rule, in full:
   a link whose text is a URL or starts with ``#`` or ``@`` (hashtags and mentions), and
   Mastodon's ``h-card``, ``mention`` and ``hashtag`` classes.
 - A segment without a letter or a digit (markup only, whitespace, punctuation) is left alone.
-- Tags are carried by the text nodes they hold: the translation's words are dealt, in
-  order, to the segment's text nodes in proportion to the characters each held in the
-  source (every node with a letter or digit gets at least one word while words last, a node
-  of punctuation alone none: its punctuation is translated with the rest), so an inline tag
-  wraps the part of the translation at the position its text had in the source.
+- Tags are carried by the text nodes they hold: the translation is dealt to the segment's
+  text nodes by ``aiayn.text.runs`` (words in proportion to the words each node held),
+  so an inline tag wraps the part of the translation at the position its text had.
 - Entities are decoded once on reading and ``&``, ``<``, ``>`` escaped once on writing.
 """
 
@@ -26,6 +24,8 @@ from collections.abc import Callable, Sequence
 
 from bs4 import BeautifulSoup, Comment, NavigableString, Tag
 
+from aiayn.text.runs import deal, has_word, segment_text
+
 BLOCKS = frozenset(
     {"address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div"}
     | {"dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "html"}
@@ -35,7 +35,6 @@ BLOCKS = frozenset(
 KEPT_TAGS = frozenset(["code", "pre", "kbd", "samp", "script", "style", "textarea", "template"])
 KEPT_CLASSES = frozenset({"notranslate", "h-card", "mention", "hashtag"})
 _URL = re.compile(r"^(https?://|www\.|[#@])", re.IGNORECASE)
-_WORD = re.compile(r"\S+\s*")
 
 
 class HtmlText:
@@ -46,8 +45,8 @@ class HtmlText:
         self._soup = BeautifulSoup(html, "html.parser")
         segments: list[list[NavigableString]] = [[]]
         _collect(self._soup, segments)
-        self._segments = [s for s in segments if any(_has_word(leaf) for leaf in s)]
-        self.texts = [" ".join("".join(_carried(s)).split()) for s in self._segments]
+        self._segments = [s for s in segments if any(has_word(leaf) for leaf in s)]
+        self.texts = [segment_text([str(leaf) for leaf in s]) for s in self._segments]
 
     def render(self, translations: Sequence[str]) -> str:
         """The document with segment ``i``'s text replaced by ``translations[i]`` (once)."""
@@ -93,55 +92,9 @@ def _kept(tag: Tag) -> bool:
     return tag.name == "a" and bool(_URL.match(tag.get_text().strip()))
 
 
-def _has_word(text: str) -> bool:
-    return any(c.isalnum() for c in text)
-
-
-def _carried(segment: Sequence[NavigableString]) -> list[str]:
-    """The texts from the segment's first node that is not blank to its last."""
-    first, last = _edges(segment)
-    return [str(leaf) for leaf in segment[first : last + 1]]
-
-
-def _edges(segment: Sequence[NavigableString]) -> tuple[int, int]:
-    filled = [i for i, leaf in enumerate(segment) if leaf.strip()]
-    return filled[0], filled[-1]
-
-
 def _deal(segment: list[NavigableString], translation: str) -> None:
-    """Put ``translation`` into the segment's nodes (module docstring)."""
-    first, last = _edges(segment)
-    inner = segment[first : last + 1]
-    weights = [sum(not c.isspace() for c in leaf) if _has_word(leaf) else 0 for leaf in inner]
-    words = _WORD.findall(translation.strip())
-    shares = _shares(weights, len(words))
-    lead = str(segment[first])[: len(segment[first]) - len(segment[first].lstrip())]
-    tail = str(segment[last])[len(segment[last].rstrip()) :]
-    start = 0
-    for k, (leaf, share) in enumerate(zip(inner, shares, strict=True)):
-        text = "".join(words[start : start + share])
-        start += share
-        if k == 0:
-            text = lead + text
-        if k == len(inner) - 1:
-            text = text.rstrip() + tail
-        leaf.replace_with(text)
-
-
-def _shares(weights: list[int], words: int) -> list[int]:
-    """``words`` dealt in order in proportion to ``weights``: every positive weight gets
-    at least one while there are enough, a zero weight none."""
-    total = sum(weights)
-    later = sum(w > 0 for w in weights)  # positive weights not yet dealt to
-    shares, given, seen = [], 0, 0
-    for w in weights:
-        if w == 0:
-            shares.append(0)
-            continue
-        seen += w
-        later -= 1
-        end = max(round(words * seen / total), given + 1)  # at least one word
-        end = max(given, min(end, words - later, words))  # one left for each later node
-        shares.append(end - given)
-        given = end
-    return shares
+    """Put ``translation`` into the segment's nodes (``aiayn.text.runs.deal``)."""
+    texts = [str(leaf) for leaf in segment]
+    for leaf, old, new in zip(segment, texts, deal(texts, translation), strict=True):
+        if new != old:
+            leaf.replace_with(new)

@@ -1,0 +1,123 @@
+"""Whole documents in, the same documents translated out: Word, PowerPoint, HTML pages,
+SubRip and WebVTT subtitles, Markdown.
+
+Each format is read by a well-kept library (``aiayn[documents]``), never by hand: the
+document becomes *segments* (paragraphs, table cells, headers and footers, slide notes,
+cues), each translated as one text whose translation is dealt back to the runs of
+formatting it spans (``aiayn.text.runs``, the rule of ``aiayn.text.html``); everything else
+(styles, tables, pictures, links' targets, timings, code) is written back as it was. Pure
+text: no torch; ``translate`` is any function from texts to their translations.
+
+    >>> from aiayn.text.documents import translate_document
+    >>> upper = lambda texts: [t.upper() for t in texts]
+    >>> translate_document(b"1\\n00:00:01,000 --> 00:00:02,000\\nHello!\\n", "srt", upper)
+    b'1\\n00:00:01,000 --> 00:00:02,000\\nHELLO!\\n\\n'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Protocol
+
+from aiayn.text.documents.base import DEFAULT_LIMITS, DocumentError, DocumentTooLarge, Limits
+
+__all__ = [
+    "FORMATS",
+    "Document",
+    "DocumentError",
+    "DocumentTooLarge",
+    "Format",
+    "Limits",
+    "format_for",
+    "read_document",
+    "translate_document",
+]
+
+
+class Document(Protocol):
+    """A document read for translation: its ``texts`` and the document with their
+    translations in place (``render``, once)."""
+
+    texts: list[str]
+
+    def render(self, translations: Sequence[str]) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """A document format: its name, file suffixes, media type and reader
+    (``module:function``, taking the bytes, a name for messages and the ``Limits``)."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    media_type: str
+    reader: str
+
+
+_OOXML = "application/vnd.openxmlformats-officedocument"
+FORMATS = {
+    f.name: f
+    for f in (
+        Format("docx", (".docx",), f"{_OOXML}.wordprocessingml.document", "office:read_docx"),
+        Format("pptx", (".pptx",), f"{_OOXML}.presentationml.presentation", "office:read_pptx"),
+        Format("html", (".html", ".htm", ".xhtml"), "text/html; charset=utf-8", "web:read_html"),
+        Format("srt", (".srt",), "application/x-subrip; charset=utf-8", "subtitles:read_srt"),
+        Format("vtt", (".vtt",), "text/vtt; charset=utf-8", "subtitles:read_vtt"),
+        Format(
+            "markdown",
+            (".md", ".markdown"),
+            "text/markdown; charset=utf-8",
+            "markdown:read_markdown",
+        ),
+    )
+}
+
+
+def format_for(filename: str) -> Format | None:
+    """The format a file's suffix names (case aside); None for any other suffix."""
+    suffix = PurePath(filename).suffix.lower()
+    return next((f for f in FORMATS.values() if suffix in f.suffixes), None)
+
+
+def read_document(
+    data: bytes, format: str, *, what: str = "document", limits: Limits = DEFAULT_LIMITS
+) -> Document:
+    """``data`` read as a ``format`` document (a name in ``FORMATS``); ``what`` names it in
+    errors (a file name).
+
+    Raises:
+        DocumentError: an unknown format, a document that is broken, hostile or of another
+            format, or the format's library not installed.
+        DocumentTooLarge: a document over ``limits``.
+    """
+    if format not in FORMATS:
+        raise DocumentError(f"{what}: unknown document format {format!r} ({', '.join(FORMATS)})")
+    limits.check(what, len(data), limits.max_bytes, "bytes")
+    module, function = FORMATS[format].reader.split(":")
+    try:
+        reader = getattr(importlib.import_module(f"aiayn.text.documents.{module}"), function)
+    except ImportError as e:
+        raise DocumentError(
+            f"{what}: {format} documents need {e.name} (pip install 'aiayn[documents]')"
+        ) from None
+    return reader(data, what, limits)
+
+
+def translate_document(
+    data: bytes,
+    format: str,
+    translate: Callable[[list[str]], list[str]],
+    *,
+    what: str = "document",
+    limits: Limits = DEFAULT_LIMITS,
+) -> bytes:
+    """``data`` (a ``format`` document) with its texts translated by ``translate`` (all in
+    one call; not called when the document has no text); see ``read_document``."""
+    document = read_document(data, format, what=what, limits=limits)
+    translations = translate(document.texts) if document.texts else []
+    if len(translations) != len(document.texts):
+        raise ValueError(f"{len(translations)} translations for {len(document.texts)} texts")
+    return document.render(translations)

@@ -1,0 +1,136 @@
+"""Word (.docx, python-docx) and PowerPoint (.pptx, python-pptx) documents as runs.
+
+A paragraph is a segment; its runs (those inside hyperlinks too) carry their formatting.
+Word: the body's paragraphs and tables (nested tables too, a merged cell once), and every
+section's own headers and footers (first-page and even-page ones too). PowerPoint: every
+slide's shapes (inside groups too), its tables' cells and its notes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import docx
+import pptx
+from docx.document import Document as WordDocument
+from docx.oxml.ns import qn
+from docx.table import Table
+from docx.text.hyperlink import Hyperlink
+from docx.text.paragraph import Paragraph
+from docx.text.run import Run as WordRun
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+from aiayn.text.documents.base import Limits, Run, RunDocument, check_package, reading
+
+# a Word run whose children are only these is rewritten by python-docx's ``Run.text``
+_PLAIN = frozenset(
+    qn(f"w:{tag}") for tag in ("rPr", "t", "tab", "br", "cr", "noBreakHyphen", "softHyphen")
+)
+_XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+
+
+def read_docx(data: bytes, what: str, limits: Limits) -> RunDocument:
+    """A Word document's paragraphs, tables, headers and footers (module docstring)."""
+    check_package(data, what, limits, needs="word/document.xml", kind="Word document")
+    with reading(what, "Word document"):
+        document = docx.Document(io.BytesIO(data))
+        segments = [_word_runs(p) for p in _word_paragraphs(document)]
+    return RunDocument(segments, lambda: _saved(document), what=what, limits=limits)
+
+
+def _word_paragraphs(document: WordDocument) -> Iterator[Paragraph]:
+    yield from _blocks(document.iter_inner_content())
+    seen: set[int] = set()
+    for section in document.sections:
+        for part in (
+            section.header,
+            section.first_page_header,
+            section.even_page_header,
+            section.footer,
+            section.first_page_footer,
+            section.even_page_footer,
+        ):
+            if part.is_linked_to_previous or id(part.part) in seen:
+                continue
+            seen.add(id(part.part))
+            yield from _blocks(part.iter_inner_content())
+
+
+def _blocks(blocks: Iterator[Paragraph | Table]) -> Iterator[Paragraph]:
+    for block in blocks:
+        if isinstance(block, Paragraph):
+            yield block
+            continue
+        cells: set[int] = set()
+        for row in block.rows:
+            for cell in row.cells:
+                if id(cell._tc) not in cells:  # a merged cell appears once per grid column
+                    cells.add(id(cell._tc))
+                    yield from _blocks(cell.iter_inner_content())
+
+
+def _word_runs(paragraph: Paragraph) -> list[Run]:
+    runs: list[WordRun] = []
+    for item in paragraph.iter_inner_content():
+        runs += item.runs if isinstance(item, Hyperlink) else [item]
+    return [Run(run.text, _word_put(run)) for run in runs]
+
+
+def _word_put(run: WordRun):
+    def put(text: str) -> None:
+        if all(child.tag in _PLAIN for child in run._r):
+            run.text = text
+            return
+        texts = run._r.findall(qn("w:t"))  # a picture or a field beside the text: kept
+        for k, element in enumerate(texts):
+            element.text = text if k == 0 else ""
+            element.set(_XML_SPACE, "preserve")
+
+    return put
+
+
+def read_pptx(data: bytes, what: str, limits: Limits) -> RunDocument:
+    """A presentation's slides (shapes, groups, tables) and notes (module docstring)."""
+    check_package(data, what, limits, needs="ppt/presentation.xml", kind="PowerPoint file")
+    with reading(what, "PowerPoint file"):
+        presentation = pptx.Presentation(io.BytesIO(data))
+        limits.check(what, len(presentation.slides), limits.max_parts, "slides")
+        segments = [
+            [Run(run.text, _pptx_put(run)) for run in paragraph.runs]
+            for frame in _frames(presentation)
+            for paragraph in frame.paragraphs
+        ]
+    return RunDocument(segments, lambda: _saved(presentation), what=what, limits=limits)
+
+
+def _frames(presentation) -> Iterator:
+    for slide in presentation.slides:
+        yield from _shape_frames(slide.shapes)
+        if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+            yield slide.notes_slide.notes_text_frame
+
+
+def _shape_frames(shapes) -> Iterator:
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _shape_frames(shape.shapes)
+        elif shape.has_text_frame:
+            yield shape.text_frame
+        elif getattr(shape, "has_table", False) and shape.has_table:
+            for cell in shape.table.iter_cells():
+                if not cell.is_spanned:  # a merged cell's text is in its origin cell
+                    yield cell.text_frame
+
+
+def _pptx_put(run):
+    def put(text: str) -> None:
+        run.text = text
+
+    return put
+
+
+def _saved(document) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

@@ -1,0 +1,147 @@
+"""Documents round-trip: each fixture, made by its format's library, is translated by a
+stand-in (upper case) and read back by the same library: the same structure, every run
+that had words translated, numbers, links, timings and code unchanged."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from aiayn.text.documents import (
+    FORMATS,
+    DocumentError,
+    format_for,
+    read_document,
+    translate_document,
+)
+
+from .documents import FAKE, MARKDOWN, SRT, VTT, docx_bytes, pptx_bytes, shout
+
+docx = pytest.importorskip("docx")
+pptx = pytest.importorskip("pptx")
+
+
+def _docx_runs(document):
+    """(text, bold, italic, link address) of every run, body, tables, headers, footers."""
+    from aiayn.text.documents.office import _word_paragraphs
+
+    found = []
+    for paragraph in _word_paragraphs(document):
+        for item in paragraph.iter_inner_content():
+            runs = item.runs if hasattr(item, "address") else [item]
+            address = getattr(item, "address", None)
+            found += [(r.text, r.bold, r.italic, address) for r in runs]
+    return found
+
+
+def test_docx_keeps_its_structure_and_translates_every_run():
+    source = docx_bytes()
+    out = translate_document(source, "docx", shout, what="park.docx")
+    before, after = docx.Document(io.BytesIO(source)), docx.Document(io.BytesIO(out))
+    old, new = _docx_runs(before), _docx_runs(after)
+    assert [r[1:] for r in new] == [r[1:] for r in old]  # styles and links, run by run
+    assert ("", None, None, "https://example.org/park") not in new
+    assert any(address == "https://example.org/park" for *_, address in new)
+    worded = [n for o, n in zip(old, new, strict=True) if FAKE.search(o[0])]
+    assert worded and all(text and not FAKE.search(text) for text, *_ in worded)
+    assert len(after.tables) == len(before.tables) == 1
+    assert after.tables[0].cell(1, 1).text == "42"
+    assert after.sections[0].header.paragraphs[0].text == "A REPORT ABOUT THE PARK"
+    assert after.sections[0].footer.paragraphs[0].text == "PAGE FOOTER TEXT"
+    assert [p.style.name for p in after.paragraphs] == [p.style.name for p in before.paragraphs]
+    assert "10:30." in after.paragraphs[1].text
+
+
+def _pptx_runs(presentation):
+    from aiayn.text.documents.office import _frames
+
+    return [
+        (run.text, run.font.bold, run.hyperlink.address)
+        for frame in _frames(presentation)
+        for paragraph in frame.paragraphs
+        for run in paragraph.runs
+    ]
+
+
+def test_pptx_keeps_shapes_tables_notes_and_links():
+    source = pptx_bytes()
+    out = translate_document(source, "pptx", shout)
+    before, after = pptx.Presentation(io.BytesIO(source)), pptx.Presentation(io.BytesIO(out))
+    old, new = _pptx_runs(before), _pptx_runs(after)
+    assert [r[1:] for r in new] == [r[1:] for r in old]
+    assert all(text and not FAKE.search(text) for text, *_ in new)
+    slide = after.slides[0]
+    assert len(slide.shapes) == len(before.slides[0].shapes)
+    assert slide.notes_slide.notes_text_frame.text == "SAY HELLO TO THE AUDIENCE."
+    table = next(s for s in slide.shapes if s.has_table).table
+    assert table.cell(1, 1).text == "7"
+
+
+@pytest.mark.parametrize(("name", "source"), [("srt", SRT), ("vtt", VTT)])
+def test_subtitles_keep_timings_tags_and_lines(name, source):
+    out = translate_document(source.encode(), name, shout).decode()
+    assert out.count("-->") == source.count("-->")
+    for kept in ("00:00:01", "03,500" if name == "srt" else "03.500", "<i>", "</i>", "3"):
+        assert kept in out
+    assert "A BLACK DOG <i>RUNS</i> ON THE GRASS,\n" in out  # one sentence over two lines
+    cues = re.sub(r"<[^>]*>", "", out.split("-->", 1)[1].replace("align:start line:0", ""))
+    assert not FAKE.search(cues)
+    if name == "vtt":
+        for kept in ("STYLE\n::cue { color: yellow }", "NOTE a comment that stays", "intro\n"):
+            assert kept in out
+        assert "<v Bob>AND TWO MEN WALK BEHIND IT.</v>" in out
+
+
+def test_markdown_changes_only_text():
+    out = translate_document(MARKDOWN.encode(), "markdown", shout).decode()
+    assert out.splitlines()[0] == "# THE DOGS OF THE PARK"
+    assert "**RUNS QUICKLY**" in out or "**" in out.splitlines()[2]
+    assert '](https://example.org/grass "Grass")' in out
+    assert "`the_fence()`" in out and 'print("code stays")' in out
+    assert "<https://example.org/auto>" in out and "![a small picture](pic.png)" in out
+    assert "| BLACK DOGS | 42 |" in out and "|--------|-------|" in out
+    assert "> A QUOTE ABOUT\n> TWO DOGS." in out
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    kinds = [t.type for t in parser.parse(out)]
+    assert kinds == [t.type for t in parser.parse(MARKDOWN)]
+
+
+def test_markdown_escapes_what_a_translation_would_turn_into_markup():
+    out = translate_document(b"Plain words here.\n", "markdown", lambda t: ["a *b* [c]"])
+    assert out == b"a \\*b\\* \\[c\\]\n"
+
+
+def test_a_segment_without_a_letter_or_digit_is_not_translated():
+    calls = []
+    out = translate_document(b"# !?\n\n---\n", "markdown", lambda t: calls.append(t) or t)
+    assert calls == [] and out == b"# !?\n\n---\n"
+
+
+def test_formats_are_found_by_suffix():
+    assert format_for("Report.DOCX").name == "docx"
+    assert format_for("notes.md").name == "markdown"
+    assert format_for("a.txt") is None
+    assert set(FORMATS) >= {"docx", "pptx", "html", "srt", "vtt", "markdown"}
+
+
+def test_unknown_format_and_broken_text_are_one_line():
+    with pytest.raises(DocumentError, match="unknown document format 'pdf'"):
+        read_document(b"x", "pdf")
+    with pytest.raises(DocumentError, match=r"sub\.srt: not UTF-8"):
+        read_document(b"\xff\xfe\xff", "srt", what="sub.srt")
+
+
+def test_an_html_page_is_one_document():
+    page = (
+        "<!DOCTYPE html><html><head><title>The park</title></head><body>"
+        "<h1>Dogs</h1><p>A black dog <b>runs</b> in the <a href='/p'>park</a>.</p>"
+        "<pre>kept code</pre></body></html>"
+    )
+    out = translate_document(page.encode(), "html", shout).decode()
+    assert "<h1>DOGS</h1>" in out and "<pre>kept code</pre>" in out
+    assert '<b>RUNS</b> IN THE <a href="/p">PARK.</a>' in out  # punctuation goes with words
+    assert out.startswith("<!DOCTYPE html>")
