@@ -139,3 +139,111 @@ print("code stays")
 
 See <https://example.org/auto> and ![a small picture](pic.png) here.
 """
+
+
+def odt_bytes() -> bytes:
+    """An OpenDocument text: a heading, a paragraph with a bold span and a link, a table
+    with a number, a footnote, and a page header."""
+    from odf.opendocument import OpenDocumentText
+    from odf.style import Header, MasterPage, PageLayout, Style, TextProperties
+    from odf.table import Table, TableCell, TableColumn, TableRow
+    from odf.text import A, H, LineBreak, Note, NoteBody, NoteCitation, P, Span
+
+    document = OpenDocumentText()
+    bold = Style(name="Bold", family="text")
+    bold.addElement(TextProperties(fontweight="bold"))
+    document.automaticstyles.addElement(bold)
+    layout = PageLayout(name="Layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="Standard", pagelayoutname=layout)
+    header = Header()
+    header.addElement(P(text="A report about the park"))
+    master.addElement(header)
+    document.masterstyles.addElement(master)
+    document.text.addElement(H(outlinelevel=1, text="The dogs of the park"))
+    paragraph = P(text="A black dog ")
+    paragraph.addElement(Span(stylename=bold, text="runs quickly"))
+    paragraph.addText(" to ")
+    paragraph.addElement(A(href="https://example.org/gate", text="the old gate"))
+    paragraph.addText(" at 10:30.")
+    paragraph.addElement(LineBreak())
+    paragraph.addText("Then it sleeps.")
+    note = Note(noteclass="footnote", id="n1")
+    note.addElement(NoteCitation(text="1"))
+    body = NoteBody()
+    body.addElement(P(text="A note about the dog."))
+    note.addElement(body)
+    paragraph.addElement(note)
+    document.text.addElement(paragraph)
+    table = Table(name="Animals")
+    table.addElement(TableColumn(numbercolumnsrepeated=2))
+    row = TableRow()
+    for value in ("black dogs", "42"):
+        cell = TableCell()
+        cell.addElement(P(text=value))
+        row.addElement(cell)
+    table.addElement(row)
+    document.text.addElement(table)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def odp_bytes() -> bytes:
+    """An OpenDocument presentation: two slides with text boxes and notes."""
+    from odf.draw import Frame, Page, TextBox
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.style import MasterPage, PageLayout
+    from odf.text import P, Span
+
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="Layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="Default", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+    for n, words in enumerate(("Dogs in the park", "Cats on 3 chairs"), 1):
+        page = Page(name=f"page{n}", masterpagename=master)
+        frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+        box = TextBox()
+        paragraph = P(text=words + " ")
+        paragraph.addElement(Span(text="and more"))
+        box.addElement(paragraph)
+        frame.addElement(box)
+        page.addElement(frame)
+        notes = Notes()
+        notes_frame = Frame(width="20cm", height="3cm", x="1cm", y="5cm")
+        notes_box = TextBox()
+        notes_box.addElement(P(text=f"Say hello on slide {n}."))
+        notes_frame.addElement(notes_box)
+        notes.addElement(notes_frame)
+        page.addElement(notes)
+        document.presentation.addElement(page)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def epub_bytes() -> bytes:
+    """An EPUB 3 e-book: two chapters with a heading, bold text, a link, code, a number."""
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("aiayn-test-book")
+    book.set_title("The park")
+    book.set_language("en")
+    first = epub.EpubHtml(title="Dogs", file_name="chap_01.xhtml", lang="en")
+    first.content = (
+        "<h1>Dogs</h1><p>A black dog <b>runs</b> in the <a href='chap_02.xhtml'>park</a>.</p>"
+    )
+    second = epub.EpubHtml(title="Cats", file_name="chap_02.xhtml", lang="en")
+    second.content = "<h1>Cats</h1><p>Two cats sleep on 3 chairs.</p><pre>kept code</pre>"
+    for chapter in (first, second):
+        book.add_item(chapter)
+    book.toc = (first, second)
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", first, second]
+    out = io.BytesIO()
+    epub.write_epub(out, book)
+    return out.getvalue()

@@ -17,7 +17,18 @@ from aiayn.text.documents import (
     translate_document,
 )
 
-from .documents import FAKE, MARKDOWN, SRT, VTT, docx_bytes, pptx_bytes, shout
+from .documents import (
+    FAKE,
+    MARKDOWN,
+    SRT,
+    VTT,
+    docx_bytes,
+    epub_bytes,
+    odp_bytes,
+    odt_bytes,
+    pptx_bytes,
+    shout,
+)
 
 docx = pytest.importorskip("docx")
 pptx = pytest.importorskip("pptx")
@@ -125,7 +136,7 @@ def test_formats_are_found_by_suffix():
     assert format_for("Report.DOCX").name == "docx"
     assert format_for("notes.md").name == "markdown"
     assert format_for("a.txt") is None
-    assert set(FORMATS) >= {"docx", "pptx", "html", "srt", "vtt", "markdown"}
+    assert set(FORMATS) == {"docx", "pptx", "odt", "odp", "epub", "html", "srt", "vtt", "markdown"}
 
 
 def test_unknown_format_and_broken_text_are_one_line():
@@ -145,3 +156,56 @@ def test_an_html_page_is_one_document():
     assert "<h1>DOGS</h1>" in out and "<pre>kept code</pre>" in out
     assert '<b>RUNS</b> IN THE <a href="/p">PARK.</a>' in out  # punctuation goes with words
     assert out.startswith("<!DOCTYPE html>")
+
+
+def _odf_shape(data: bytes) -> list[tuple]:
+    """Every element's name and attributes, in document order, from content and styles."""
+    from odf.opendocument import load
+
+    document = load(io.BytesIO(data))
+    found = []
+    stack = [document.topnode]
+    while stack:
+        node = stack.pop()
+        if node.nodeType == node.ELEMENT_NODE:
+            found.append((node.qname, tuple(sorted(node.attributes.items()))))
+            stack += reversed(node.childNodes)
+    return found
+
+
+@pytest.mark.parametrize(("name", "make", "count"), [("odt", odt_bytes, 6), ("odp", odp_bytes, 4)])
+def test_opendocument_keeps_every_element_and_translates_every_paragraph(name, make, count):
+    pytest.importorskip("odf")
+    source = make()
+    out = translate_document(source, name, shout)
+    assert _odf_shape(out) == _odf_shape(source)  # spans, links, notes, cells, slides
+    texts = read_document(out, name).texts
+    assert len(texts) == count and all(not FAKE.search(t) for t in texts)
+    if name == "odt":
+        assert "RUNS QUICKLY" in texts[1] and "10:30." in texts[1] and "42" in texts
+
+
+def test_an_odt_named_odp_says_what_it_is():
+    pytest.importorskip("odf")
+    with pytest.raises(DocumentError, match=r"x\.odp: not an OpenDocument presentation \(it is"):
+        read_document(odt_bytes(), "odp", what="x.odp")
+
+
+def test_epub_chapters_are_translated_and_the_rest_copied():
+    pytest.importorskip("ebooklib")
+    import zipfile
+
+    source = epub_bytes()
+    out = translate_document(source, "epub", shout)
+    old, new = zipfile.ZipFile(io.BytesIO(source)), zipfile.ZipFile(io.BytesIO(out))
+    assert new.namelist() == old.namelist() and new.namelist()[0] == "mimetype"
+    assert new.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
+    for kept in ("EPUB/content.opf", "EPUB/toc.ncx", "EPUB/nav.xhtml", "mimetype"):
+        assert new.read(kept) == old.read(kept)
+    chapter = new.read("EPUB/chap_01.xhtml").decode()
+    assert '<b>RUNS</b> IN THE <a href="chap_02.xhtml">' in chapter
+    assert "<pre>kept code</pre>" in new.read("EPUB/chap_02.xhtml").decode()
+    from ebooklib import epub
+
+    book = epub.read_epub(io.BytesIO(out), {"ignore_ncx": True})  # a reader opens it
+    assert book.title == "The park"

@@ -1,5 +1,5 @@
-"""Whole documents in, the same documents translated out: Word, PowerPoint, HTML pages,
-SubRip and WebVTT subtitles, Markdown.
+"""Whole documents in, the same documents translated out: Word, PowerPoint, OpenDocument
+text and presentations, EPUB e-books, HTML pages, SubRip and WebVTT subtitles, Markdown.
 
 Each format is read by a well-kept library (``aiayn[documents]``), never by hand: the
 document becomes *segments* (paragraphs, table cells, headers and footers, slide notes,
@@ -58,11 +58,15 @@ class Format:
 
 
 _OOXML = "application/vnd.openxmlformats-officedocument"
+_ODF = "application/vnd.oasis.opendocument"
 FORMATS = {
     f.name: f
     for f in (
         Format("docx", (".docx",), f"{_OOXML}.wordprocessingml.document", "office:read_docx"),
         Format("pptx", (".pptx",), f"{_OOXML}.presentationml.presentation", "office:read_pptx"),
+        Format("odt", (".odt",), f"{_ODF}.text", "opendocument:read_odt"),
+        Format("odp", (".odp",), f"{_ODF}.presentation", "opendocument:read_odp"),
+        Format("epub", (".epub",), "application/epub+zip", "ebook:read_epub"),
         Format("html", (".html", ".htm", ".xhtml"), "text/html; charset=utf-8", "web:read_html"),
         Format("srt", (".srt",), "application/x-subrip; charset=utf-8", "subtitles:read_srt"),
         Format("vtt", (".vtt",), "text/vtt; charset=utf-8", "subtitles:read_vtt"),
