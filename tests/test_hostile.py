@@ -57,6 +57,26 @@ API_CASES: list[tuple[str, Callable, str]] = [
     ("translate [None]", lambda t, lm: t.translate([None]), "line 1: expected text"),
     ("translate [b'bytes']", lambda t, lm: t.translate(["ok", b"x"]), "line 2"),
     ("translate a dict", lambda t, lm: t.translate({"q": "x"}), "list of lines"),
+    ("a lone surrogate", lambda t, lm: t.translate(["ok", "a \ud800 b"]), "line 2: a lone"),
+    (
+        "1,600 nested <b> as HTML",
+        lambda t, lm: t.translate(
+            ["<b>" * 1600 + "x" + "</b>" * 1600], SearchOptions(format="html")
+        ),
+        "line 1: HTML nested deeper than",
+    ),
+    (
+        "HTML as raw text",
+        lambda t, lm: t.translate(["<b>x</b>"], SearchOptions(text="raw", format="html")),
+        "needs text natural",
+    ),
+    ("from_dir(None)", lambda t, lm: Translator.from_dir(None), "a model directory is a path"),
+    ("from_dir(123)", lambda t, lm: Translator.from_dir(123), "got int"),
+    (
+        "device cuda:7 on this machine",
+        lambda t, lm: Translator.from_dir("runs/x", device="cuda:7"),
+        "cuda:7",
+    ),
     ("options as a dict", lambda t, lm: t.translate(["x"], {"beam": 2}), "SearchOptions"),
     ("ids out of vocabulary", lambda t, lm: t.translate_ids([[3, 99_999]]), "99999"),
     ("negative id", lambda t, lm: t.translate_ids([[-1]]), "-1"),
@@ -104,6 +124,16 @@ def test_the_api_refuses_bad_arguments_in_one_line(translator, language_model, c
         call(translator, language_model)
     message = str(caught.value)
     assert words in message and "\n" not in message, message
+
+
+def test_html_alternatives_are_whole_documents_with_scores(translator):
+    """``--format html --nbest 3`` (the server's ``alternatives``): three documents, each
+    with the segments' k-th translations in place and their mean score."""
+    options = SearchOptions(beam=4, nbest=3, format="html")
+    [found] = translator.translate(["<p>the dog <b>runs</b></p><p>a cat</p>"], options)
+    assert len(found) == 3
+    assert all(t.text.startswith("<p>") and t.text.count("<p>") == 2 for t in found)
+    assert all(t.score < 0 for t in found) and len({t.text for t in found}) > 1
 
 
 def test_good_calls_still_work_after_the_checks(translator, language_model):

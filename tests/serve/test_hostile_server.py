@@ -56,8 +56,11 @@ class PortZeroServer:
 
 
 @pytest.fixture(scope="module")
-def translator_server(en_de):
-    s = PortZeroServer(en_de, "--workers", "2", "--timeout", "120")
+def translator_server(en_de, tmp_path_factory):
+    suggestions = tmp_path_factory.mktemp("suggest") / "suggested.jsonl"
+    s = PortZeroServer(
+        en_de, "--workers", "2", "--timeout", "120", "--suggestions", str(suggestions)
+    )
     yield s
     s.stop()
 
@@ -210,6 +213,38 @@ LIBRETRANSLATE_CASES = [
         "longer than",
     ),
     ("detect with a surrogate", "POST", "/detect", _raw('{"q": "\\ud800"}'), 400, "lone surrogate"),
+    (
+        "suggest with a surrogate",
+        "POST",
+        "/suggest",
+        _raw('{"q": "dog", "s": "\\ud800", "source": "en", "target": "de"}'),
+        400,
+        "lone surrogate",
+    ),
+    (
+        "digits only, source auto",
+        "POST",
+        "/translate",
+        {"json": {"q": "12345 678", "source": "auto", "target": "de"}},
+        400,
+        "no language identified",
+    ),
+    (
+        "1,600 nested <b> within the limit",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "q": "<b>" * 1600 + "the dog " * 25, "format": "html"}},
+        400,
+        "nested deeper",
+    ),
+    (
+        "HTML with alternatives",
+        "POST",
+        "/translate",
+        {"json": {**GOOD, "q": "<p>the dog runs</p>", "format": "html", "alternatives": 2}},
+        200,
+        '"alternatives":["<p>',
+    ),
     (
         "a chunked body past the limit",
         "POST",

@@ -162,16 +162,26 @@ def keep_confident(
 
 
 def render_documents(
-    documents: list[HtmlText], joined: list[list[Translation]]
+    lines: Sequence[str],
+    documents: list[HtmlText],
+    joined: list[list[Translation]],
+    nbest: int,
 ) -> list[list[Translation]]:
-    """Each HTML document with its texts' best translations in place; its confidence is
-    their tokens' mean."""
+    """Each HTML document (parsed from ``lines``) with its texts' translations in place, its
+    ``nbest`` alternatives too: the k-th holds each text's k-th translation (or its last, for a
+    text with fewer), its score their mean, its confidence their tokens' mean."""
     results, start = [], 0
-    for document in documents:
-        best = [hyps[0] for hyps in joined[start : start + len(document.texts)]]
+    for line, document in zip(lines, documents, strict=True):
+        parts = joined[start : start + len(document.texts)]
         start += len(document.texts)
-        text = document.render([t.text for t in best])
-        results.append([Translation(text, 0.0, [], mean_confidence(best))])
+        alternatives = []
+        for k in range(nbest if parts else 1):
+            chosen = [hyps[min(k, len(hyps) - 1)] for hyps in parts]
+            page = document if k == 0 else HtmlText(line)  # rendering fills a document once
+            text = page.render([t.text for t in chosen])
+            score = sum(t.score for t in chosen) / len(chosen) if chosen else 0.0
+            alternatives.append(Translation(text, score, [], mean_confidence(chosen)))
+        results.append(alternatives)
     return results
 
 

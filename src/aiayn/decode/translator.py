@@ -34,7 +34,7 @@ from aiayn.store import load_model
 from aiayn.text.documents import Limits, translate_document
 from aiayn.text.documents.base import DEFAULT_LIMITS
 from aiayn.text.glossary import Glossary
-from aiayn.text.html import HtmlText
+from aiayn.text.html import HtmlError, HtmlText
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
 from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
@@ -262,7 +262,7 @@ class Translator:
             )
             return keep_confident(lines, found, options.min_confidence)
         html = options.format == "html"
-        documents = [HtmlText(line) for line in lines] if html else []
+        documents = _html_documents(lines) if html else []
         units = [t for d in documents for t in d.texts] if html else list(lines)
         unit_lines = (
             [n for n, d in enumerate(documents, 1) for _ in d.texts]
@@ -282,7 +282,7 @@ class Translator:
         )
         joined = join(paragraphs, found, options.nbest)
         if html:
-            joined = render_documents(documents, joined)
+            joined = render_documents(lines, documents, joined, options.nbest)
         return keep_confident(lines, joined, options.min_confidence)
 
     def _translate_sentences(
@@ -457,6 +457,24 @@ def _check_text_options(options: SearchOptions) -> None:
         raise TranslationError(f"text {options.text!r} is not one of natural, raw")
     if options.format not in get_args(TextFormat):
         raise TranslationError(f"format {options.format!r} is not one of text, html")
+    if options.format == "html" and options.text == "raw":
+        raise TranslationError(
+            "format html reads natural text out of the markup: it needs text natural, not raw"
+        )
+
+
+def _html_documents(lines: Sequence[str]) -> list[HtmlText]:
+    """Each line parsed as an HTML document.
+
+    Raises:
+        TranslationError: a document too deep or too large (``aiayn.text.html``)."""
+    documents = []
+    for n, line in enumerate(lines, 1):
+        try:
+            documents.append(HtmlText(line))
+        except HtmlError as e:
+            raise TranslationError(f"line {n}: {e}") from None
+    return documents
 
 
 def _check_lines(lines: Sequence[str]) -> None:
@@ -469,6 +487,13 @@ def _check_lines(lines: Sequence[str]) -> None:
     for n, line in enumerate(lines, 1):
         if not isinstance(line, str):
             raise TranslationError(f"line {n}: expected text (str), got {type(line).__name__}")
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise TranslationError(
+                f"line {n}: a lone surrogate (U+{ord(line[e.start]):04X} at character "
+                f"{e.start + 1}), not valid Unicode"
+            ) from None
 
 
 def _check_options(options: SearchOptions) -> None:

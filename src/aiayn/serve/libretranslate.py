@@ -199,12 +199,19 @@ class LibreTranslate:
         confidence 0 when lingua does not know it).
 
         Raises:
-            ApiError: 400 when several languages could be meant and none is identified.
+            ApiError: 400 when lingua finds none of the languages it knows among them in the
+                text (digits only), or several could be meant and none is identified.
         """
         sources = {s for s, t in self.pairs if t == target} or {s for s, _ in self.pairs}
         for code, value in self.identifier.confidences(text):
-            if code in sources:
+            if code in sources and value > 0:
                 return code, value
+        if sources & set(self.identifier.codes.values()):  # lingua knows them, found none
+            raise ApiError(
+                400,
+                "no language identified in the text (digits or symbols only?); "
+                "give the source language",
+            )
         if len(sources) > 1:
             raise ApiError(
                 400, f"give the source language: {target} is served from {_listed(sources)}"
@@ -342,6 +349,7 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         for name, value in found.items():
             if not isinstance(value, str) or not value:
                 raise ApiError(400, f"Invalid request: missing {name} parameter")
+            _checked_text(value, name)
         size = len(found["q"]) + len(found["s"])
         if size > settings.char_limit:
             raise ApiError(

@@ -10,6 +10,7 @@ tokenizers have their own checksums in ``tokenizer.json``."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -24,6 +25,7 @@ from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
 from aiayn.errors import AiaynError
 from aiayn.files import sha256_file, write_directory
+from aiayn.runtime import select_device
 from aiayn.store.card import CARD_FILE, ModelCard, render_card
 
 CONFIG_FILE = "config.json"
@@ -135,9 +137,13 @@ def load_model(
     Raises:
         ModelLoadError: the directory, config or weights are missing, corrupted, or do not
             match each other.
+        DeviceError: ``device`` does not exist here.
     """
     from aiayn.models import build_model
 
+    if not isinstance(directory, str | os.PathLike):
+        raise ModelLoadError(f"a model directory is a path, got {type(directory).__name__}")
+    select_device(str(device))  # one that does not exist here is one line, not a deep error
     cfg = read_model_config(directory)
     model = build_model(cfg, profile=profile)
     load_weights(model, Path(directory) / WEIGHTS_FILE, device=device, config=cfg)

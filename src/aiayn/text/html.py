@@ -22,7 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from bs4 import BeautifulSoup, NavigableString, Tag
+
+from aiayn.errors import AiaynError
 
 from aiayn.text.runs import deal, has_word, segment_text
 
@@ -34,7 +36,13 @@ BLOCKS = frozenset(
 )
 KEPT_TAGS = frozenset(["code", "pre", "kbd", "samp", "script", "style", "textarea", "template"])
 KEPT_CLASSES = frozenset({"notranslate", "h-card", "mention", "hashtag"})
+MAX_DEPTH = 256  # elements nested in one another at most (browsers stop at 512)
+MAX_ELEMENTS = 100_000  # elements in one document at most
 _URL = re.compile(r"^(https?://|www\.|[#@])", re.IGNORECASE)
+
+
+class HtmlError(AiaynError, ValueError):
+    """HTML too deep or too large to translate (``MAX_DEPTH``, ``MAX_ELEMENTS``)."""
 
 
 class HtmlText:
@@ -65,23 +73,52 @@ def translate_html(html: str, translate: Callable[[list[str]], list[str]]) -> st
     return document.render(translate(document.texts) if document.texts else [])
 
 
-def _collect(node: Tag, segments: list[list[NavigableString]]) -> None:
-    for child in list(node.children):
-        if isinstance(child, Comment) or not isinstance(child, NavigableString | Tag):
-            continue
-        if isinstance(child, NavigableString):
-            if type(child) is NavigableString:  # not a CData, Doctype, ...
-                segments[-1].append(child)
-            continue
-        if _kept(child) or child.name == "br":
+def _collect(root: Tag, segments: list[list[NavigableString]]) -> None:
+    """Deal ``root``'s text nodes into segments (module docstring), walking the tree with a
+    stack of its own: no recursion, so depth is bounded by ``MAX_DEPTH``, not by Python's
+    stack.
+
+    Raises:
+        HtmlError: deeper than ``MAX_DEPTH`` or more than ``MAX_ELEMENTS`` elements.
+    """
+    # items: a text node, (an element, its depth), or CUT (a segment ends here)
+    stack: list[NavigableString | tuple[Tag, int] | None] = [(root, 0)]
+    elements = 0
+    while stack:
+        item = stack.pop()
+        if item is CUT:
             segments.append([])
-            continue
-        block = child.name in BLOCKS
-        if block:
-            segments.append([])
-        _collect(child, segments)
-        if block:
-            segments.append([])
+        elif isinstance(item, NavigableString):
+            segments[-1].append(item)
+        else:
+            node, depth = item
+            children = [c for c in node.children if _walked(c)]
+            elements += sum(isinstance(c, Tag) for c in children)
+            if elements > MAX_ELEMENTS:
+                raise HtmlError(f"HTML with more than {MAX_ELEMENTS:,} elements")
+            if depth >= MAX_DEPTH and any(isinstance(c, Tag) for c in children):
+                raise HtmlError(f"HTML nested deeper than {MAX_DEPTH} elements")
+            for child in reversed(children):  # popped in document order
+                stack.extend(_visit(child, depth + 1))
+
+
+CUT = None  # on the walk's stack: the current segment ends
+
+
+def _walked(node: object) -> bool:
+    """Text nodes (not comments, CData, doctypes, ...) and elements."""
+    return type(node) is NavigableString or isinstance(node, Tag)
+
+
+def _visit(node: NavigableString | Tag, depth: int) -> list:
+    """What goes on the walk's stack for ``node`` (in reverse: the last is taken first)."""
+    if isinstance(node, NavigableString):
+        return [node]
+    if _kept(node) or node.name == "br":
+        return [CUT]
+    if node.name in BLOCKS:
+        return [CUT, (node, depth), CUT]
+    return [(node, depth)]
 
 
 def _kept(tag: Tag) -> bool:
