@@ -9,15 +9,19 @@ Each parametrised case is (name, the call, expected words).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -410,6 +414,90 @@ def test_average_over_an_existing_model_needs_overwrite(trained_model_dir, tmp_p
     assert "--overwrite" in line, line
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main([*argv, "--overwrite"]) == 0
+
+
+# -- aiayn data: servers that never answer, destinations that cannot be written ------------
+
+
+@contextlib.contextmanager
+def _bad_server(kind: str) -> Iterator[str]:
+    """A local HTTP server that accepts and never answers (``silent``), or answers a byte at
+    a time (``trickle``); its URL."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.1)
+        held = []
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            held.append(connection)
+            if kind == "trickle":
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+                while not stop.wait(0.05):
+                    with contextlib.suppress(OSError):
+                        connection.sendall(b"x")
+        for connection in held:
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"), [("silent", "no answer within"), ("trickle", "not done within")]
+)
+def test_data_from_a_server_that_stalls_is_one_line_in_bounded_time(
+    tmp_path, capsys, monkeypatch, kind, words
+):
+    from aiayn.cli import main
+    from aiayn.data import download, testsets
+
+    monkeypatch.setattr(download, "STALL_S", 1.0)
+    monkeypatch.setattr(testsets, "DOWNLOAD_S", 1.0)
+    with _bad_server(kind) as url:
+        started = time.monotonic()
+        argv = ["data", "flores200", "--dest", str(tmp_path / "ts"), "--langs", "de"]
+        assert main([*argv, "--mirror", url]) == 2
+    assert time.monotonic() - started < 10
+    [line] = [x for x in capsys.readouterr().err.splitlines() if "error" in x]
+    assert words in line and url in line, line
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # nothing partial
+
+
+def test_data_into_a_file_or_a_read_only_place_is_one_line(tmp_path, capsys, monkeypatch):
+    from aiayn.cli import main
+
+    (tmp_path / "file.txt").write_text("mine")
+    mirror = "file:///no/such/mirror"
+    argv = ["data", "flores200", "--langs", "de", "--mirror", mirror, "--dest"]
+    assert main([*argv, str(tmp_path / "file.txt")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "not a directory" in line, line
+    assert (tmp_path / "file.txt").read_text() == "mine"
+    real = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if tmp_path in self.parents or self == tmp_path / "ro":
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    assert main([*argv, str(tmp_path / "ro" / "ts")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "not allowed to write there" in line, line
 
 
 # -- prepare: what it reads, how it writes --------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 from aiayn.cli.common import UsageError, integer, log, number
 
@@ -125,6 +126,18 @@ def _add_prepare_parser(sub) -> None:
 
 
 def run_data(args: argparse.Namespace) -> int:
+    from aiayn.data.corpus import CorpusError
+    from aiayn.files import disk_refusals_in_one_line
+
+    if Path(args.dest).exists() and not Path(args.dest).is_dir():
+        raise UsageError(f"--dest {args.dest}: exists and is not a directory")
+    with disk_refusals_in_one_line(
+        args.dest, error=CorpusError, kept="the files already complete there are kept"
+    ):
+        return _fetch(args)
+
+
+def _fetch(args: argparse.Namespace) -> int:
     from aiayn.data.multi30k import fetch_multi30k
     from aiayn.data.testsets import REMOTES, fetch_testset
     from aiayn.data.wmt14 import fetch_wmt14

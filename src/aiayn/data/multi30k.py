@@ -10,12 +10,13 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from aiayn.data.corpus import CorpusError, count_lines
+from aiayn.data.download import download
+
+MAX_DOWNLOAD_BYTES = 64 * 2**20  # a Multi30k file is at most a few megabytes
 
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1"
 SPLITS = {"train": 29000, "val": 1014, "test_2016_flickr": 1000, "test_2017_flickr": 1000}
@@ -86,15 +87,15 @@ def _copy(src: Path, target: Path) -> None:
 
 def _download(url: str, target: Path) -> None:
     """Fetch ``url`` into ``target``, gzipping it unless it already is."""
+    raw = target.with_name(target.name + ".download")
     tmp = target.with_name(target.name + ".part")
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
-            data = response.read()
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        raise CorpusError(
-            f"cannot download {url} ({e}); pass --from DIR with a local copy instead"
-        ) from None
-    if data[:2] != b"\x1f\x8b":
-        data = gzip.compress(data)
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+        download(url, raw, max_bytes=MAX_DOWNLOAD_BYTES)
+        data = raw.read_bytes()
+        if data[:2] != b"\x1f\x8b":
+            data = gzip.compress(data)
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    finally:
+        raw.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import gzip
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiayn.data.corpus import CorpusError, count_lines
+from aiayn.data.download import download
+
+DOWNLOAD_S = 120.0  # a test set file's download, in all
+MAX_DOWNLOAD_BYTES = 64 * 2**20  # a test set file is a few megabytes
 
 OPUS_MT_TESTSETS = (
     "https://raw.githubusercontent.com/Helsinki-NLP/OPUS-MT-testsets/"
@@ -182,14 +184,12 @@ def _copy(src: Path, target: Path, sentences: int) -> None:
 
 
 def _download(url: str, target: Path, sentences: int) -> None:
+    raw = target.with_name(target.name + ".download")
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
-            data = response.read()
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as e:
-        raise CorpusError(
-            f"cannot download {url} ({e}); pass --from DIR with a local copy instead"
-        ) from None
-    _store(data, target, url, sentences)
+        download(url, raw, total_s=DOWNLOAD_S, max_bytes=MAX_DOWNLOAD_BYTES)
+        _store(raw.read_bytes(), target, url, sentences)
+    finally:
+        raw.unlink(missing_ok=True)
 
 
 def _store(data: bytes, target: Path, where: str, sentences: int) -> None:
@@ -203,13 +203,12 @@ def _store(data: bytes, target: Path, where: str, sentences: int) -> None:
         raise CorpusError(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     text = text.replace("\r\n", "\n")
     tmp = target.with_name(target.name + ".part")
-    tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     try:
+        tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
         _check_count(tmp, where, sentences)
-    except CorpusError:
-        tmp.unlink()
-        raise
-    os.replace(tmp, target)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)  # a short write or a wrong count leaves nothing
 
 
 def _check_count(path: Path, where: str | Path, sentences: int) -> None:

@@ -14,12 +14,11 @@ import os
 import re
 import shutil
 import tarfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from aiayn.data.corpus import CorpusError, count_lines
+from aiayn.data.download import download
 
 ARCHIVES = {
     "training-parallel-europarl-v7.tgz": "http://www.statmt.org/wmt13/",
@@ -136,13 +135,4 @@ def _copy(src: Path, target: Path) -> None:
 
 
 def _download(url: str, target: Path) -> None:
-    tmp = target.with_name(target.name + ".part")
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(tmp, "wb") as f:
-            shutil.copyfileobj(response, f, length=1 << 20)
-    except (urllib.error.URLError, TimeoutError, OSError) as e:
-        tmp.unlink(missing_ok=True)
-        raise CorpusError(
-            f"cannot download {url} ({e}); pass --corpus DIR with the .tgz files instead"
-        ) from None
-    os.replace(tmp, target)
+    download(url, target, instead="pass --corpus DIR with the .tgz files instead")

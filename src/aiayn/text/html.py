@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from bs4 import BeautifulSoup, NavigableString, Tag
 
 from aiayn.errors import AiaynError
-
 from aiayn.text.runs import deal, has_word, segment_text
 
 BLOCKS = frozenset(
