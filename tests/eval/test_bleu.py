@@ -70,6 +70,24 @@ def test_language_codes_reduce_to_sacrebleus():
     ]
 
 
+@pytest.mark.parametrize(
+    ("lang", "code"),
+    [
+        ("en-ko", "ko"),  # sacreBLEU's SRC-TGT: the target's tokenizer, never the source's
+        ("de-zh", "zh"),
+        ("en-ja", "ja"),
+        ("ko-en", "en"),
+        ("ko-KR", "ko"),  # a locale: its language
+        ("zh-tw", "zh"),
+        ("ja-jp", "ja"),
+        ("en-de", "en"),  # the same tokenizer either way
+        ("pt-BR", "pt"),
+    ],
+)
+def test_a_language_pair_names_its_target(lang, code):
+    assert language_code(lang) == code
+
+
 def test_korean_scores_equal_sacrebleus_command(seedpairs_dir, tmp_path, capsys):
     hyp, ref = _korean_pair(seedpairs_dir, tmp_path)
     hyps, refs = list(read_lines(hyp)), list(read_lines(ref))
@@ -108,9 +126,11 @@ def test_missing_mecab_is_an_error_that_says_how_to_install_it(monkeypatch, tmp_
     with pytest.raises(ScoringError, match=r"pip install 'sacrebleu\[ko\]'"):
         corpus_scores(["가"], ["가"], tgt_lang="ko")
     (tmp_path / "t.ko").write_text("안녕하세요\n", encoding="utf-8")
-    args = ["evaluate", "--hyp", str(tmp_path / "t.ko"), "--ref", str(tmp_path / "t.ko")]
-    assert main(args) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""  # no 13a score printed instead
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and "sacrebleu[ko]" in lines[0] and "ko-mecab" in lines[0]
+    (tmp_path / "t.txt").write_text("안녕하세요\n", encoding="utf-8")
+    for files, extra in (("t.ko", []), ("t.txt", ["-l", "en-ko"])):
+        args = ["evaluate", "--hyp", str(tmp_path / files), "--ref", str(tmp_path / files)]
+        assert main([*args, *extra]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""  # no 13a score printed instead
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and "sacrebleu[ko]" in lines[0] and "ko-mecab" in lines[0]

@@ -122,7 +122,8 @@ def add_parsers(sub) -> None:
         "-l",
         metavar="LANG",
         help="the references' language, which chooses BLEU's tokenizer (ko: ko-mecab, ja: "
-        "ja-mecab, zh: zh, else 13a; default: the --ref file's suffix, e.g. test.ko)",
+        "ja-mecab, zh: zh, else 13a), or sacreBLEU's SRC-TGT pair (en-ko: its target); "
+        "default: the --ref file's suffix, e.g. test.ko",
     )
     _add_tokenize_option(e, "--tgt-lang")
     e.set_defaults(handler=run_evaluate)

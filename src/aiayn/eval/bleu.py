@@ -28,6 +28,8 @@ _ISO_639_3 = {"kor": "ko", "jpn": "ja", "zho": "zh", "cmn": "zh", "yue": "zh"}
 # The target languages whose BLEU tokenizer is not 13a (sacreBLEU's own choice for
 # ``-l SRC-TGT``; tests/eval checks that the two agree).
 TOKENIZER_BY_LANGUAGE = {"ko": "ko-mecab", "ja": "ja-mecab", "zh": "zh"}
+# Region subtags of those languages' locales (``ko-KR``, ``zh-tw``): not a pair's target.
+_REGIONS = frozenset({"kr", "kp", "jp", "cn", "tw", "hk", "mo", "sg", "hans", "hant"})
 DEFAULT_TOKENIZER = "13a"
 
 # What a tokenizer needs beyond sacreBLEU itself, as pip installs it.
@@ -57,9 +59,16 @@ class Scores:
 
 def language_code(lang: str) -> str:
     """The two-letter code sacreBLEU keys its tokenizers on: ``ko_KR``, ``kor_Hang``,
-    ``KO`` -> ``ko``; codes it does not know pass through lowercased."""
-    base = lang.strip().replace("-", "_").split("_")[0].lower()
-    return _ISO_639_3.get(base, base)
+    ``KO`` -> ``ko``; sacreBLEU's own pair syntax ``SRC-TGT`` (``en-ko``, ``de-zh``) names its
+    target (``ko``), a locale (``ko-KR``, ``zh-tw``) its language; codes it does not know pass
+    through lowercased."""
+    parts = [p.lower() for p in lang.strip().replace("-", "_").split("_")]
+    first = _ISO_639_3.get(parts[0], parts[0])
+    if len(parts) == 2 and "-" in lang and parts[1] not in _REGIONS:
+        second = _ISO_639_3.get(parts[1], parts[1])
+        if TOKENIZER_BY_LANGUAGE.get(first) or TOKENIZER_BY_LANGUAGE.get(second):
+            return second  # a pair whose target's tokenizer is not its source's
+    return first
 
 
 def bleu_tokenizer(tgt_lang: str = "", tokenize: str | None = None) -> str:
