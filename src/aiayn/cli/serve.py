@@ -57,6 +57,33 @@ def add_parsers(sub) -> None:
         default=5000,
         help="characters per request (more gets 400)",
     )
+    s.add_argument(
+        "--max-file-mb",
+        type=integer(minimum=1, maximum=20),
+        default=20,
+        help="/translate_file: a document's size in MiB at most (more gets 413; 20 is the "
+        "upload limit)",
+    )
+    s.add_argument(
+        "--max-file-parts",
+        type=integer(minimum=1),
+        default=1000,
+        help="/translate_file: slides, e-book chapters or subtitle cues at most (more gets 413)",
+    )
+    s.add_argument(
+        "--max-file-texts",
+        type=integer(minimum=1),
+        default=20000,
+        help="/translate_file: paragraphs, cells and cues to translate at most (more gets 413)",
+    )
+    s.add_argument(
+        "--file-expiry",
+        type=number(minimum=1),
+        default=3600.0,
+        metavar="SECONDS",
+        help="how long a translated file waits at /download_file (kept in the server's own "
+        "temporary folder, deleted when it expires or the server stops)",
+    )
     s.add_argument("--api-keys", metavar="FILE", help="accept only these keys (one a line)")
     s.add_argument(
         "--suggestions",
@@ -120,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
         queue_size=args.queue_size,
         timeout=args.timeout,
         char_limit=args.char_limit,
+        file_max_bytes=args.max_file_mb * 2**20,
+        file_max_parts=args.max_file_parts,
+        file_max_texts=args.max_file_texts,
+        files_expire_s=args.file_expiry,
         api_keys=read_api_keys(args.api_keys) if args.api_keys else None,
         suggestions=args.suggestions,
         cors_origins=tuple(args.cors),

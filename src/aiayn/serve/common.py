@@ -45,6 +45,12 @@ class ServeSettings:
     queue_size: int = 256  # requests waiting at most; more get 429
     timeout: float = 60.0  # seconds a request may take, queue included; more gets 503
     char_limit: int = 5000  # characters per request; more gets 400
+    # /translate_file's documents (aiayn.serve.files): bounds answered 413, and how long a
+    # translated file is kept for /download_file
+    file_max_bytes: int = 20 * 2**20
+    file_max_parts: int = 1_000  # slides, e-book chapters, subtitle cues
+    file_max_texts: int = 20_000  # paragraphs, table cells, cues: texts to translate
+    files_expire_s: float = 3600.0
     max_alternatives: int = 4
     max_tokens_limit: int = 2048  # completions: the most tokens one request may ask for
     api_keys: frozenset[str] | None = None  # None: no key needed
@@ -58,7 +64,10 @@ class ServeSettings:
         Raises:
             AiaynError: naming the field and what it must be.
         """
-        for name in ("workers", "threads", "batch_tokens", "queue_size", "char_limit", "beam"):
+        for name in (
+            *("workers", "threads", "batch_tokens", "queue_size", "char_limit", "beam"),
+            *("file_max_bytes", "file_max_parts", "file_max_texts"),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise AiaynError(f"ServeSettings.{name} must be a whole number >= 1, got {value!r}")
@@ -66,14 +75,19 @@ class ServeSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AiaynError(f"ServeSettings.{name} must be a whole number >= 0, got {value!r}")
-        for name, low in (("timeout", 0.0), ("max_wait_ms", 0.0), ("alpha", 0.0)):
+        for name, low in (
+            ("timeout", 0.0),
+            ("max_wait_ms", 0.0),
+            ("alpha", 0.0),
+            ("files_expire_s", 0.0),
+        ):
             value = getattr(self, name)
             number = isinstance(value, int | float) and not isinstance(value, bool)
             if (
                 not number
                 or not math.isfinite(value)
                 or value < low
-                or (name == "timeout" and value == 0)
+                or (name in ("timeout", "files_expire_s") and value == 0)
             ):
                 raise AiaynError(
                     f"ServeSettings.{name} must be a finite number >= 0, got {value!r}"

@@ -1,12 +1,13 @@
 """LibreTranslate's HTTP API for translation models, written from its public documentation:
 ``POST /translate`` (``q`` a string or a list, ``source`` or ``auto``, ``target``, ``format``
-``text`` or ``html``, ``alternatives``), ``POST /translate_file`` (a text file, multipart;
-its translation at ``GET /download_file/...``), ``GET /languages``, ``POST /detect`` (lingua,
-among the served languages), ``GET /frontend/settings``, ``POST /suggest`` (403 unless the
-server keeps suggestions); errors as ``{"error": ...}`` with 400, 403, 404, 429, 500 (and 503
-while stopping or on time-out). Several models, each under its language pair: a request goes
-to the model of its source and target (``source: auto``: of the language lingua finds).
-Also the web page at ``/`` and the attention heatmap it shows.
+``text`` or ``html``, ``alternatives``), ``POST /translate_file`` (a text file or a document,
+multipart, ``aiayn.serve.files``; its translation at ``GET /download_file/...``),
+``GET /languages``, ``POST /detect`` (lingua, among the served languages),
+``GET /frontend/settings``, ``POST /suggest`` (403 unless the server keeps suggestions);
+errors as ``{"error": ...}`` with 400, 403, 404, 413, 429, 500 (and 503 while stopping or on
+time-out). Several models, each under its language pair: a request goes to the model of its
+source and target (``source: auto``: of the language lingua finds). Also the web page at
+``/`` and the attention heatmap it shows.
 """
 
 from __future__ import annotations
@@ -15,10 +16,7 @@ import asyncio
 import dataclasses
 import html
 import json
-import re
 import threading
-import uuid
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +36,14 @@ from aiayn.serve.checks import visible
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.detect import LanguageIdentifier
 from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
+from aiayn.serve.files import (
+    FILE_FORMATS,
+    KEPT_FILES,
+    TranslatedFiles,
+    document_format,
+    media_type,
+    translate_document_file,
+)
 from aiayn.serve.limits import read_upload
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
@@ -51,32 +57,10 @@ LANGUAGE_NAMES = {
     "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sv": "Swedish",
     "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
 }  # fmt: skip
-FILE_FORMATS = (".txt",)  # /translate_file: text files
-KEPT_FILES = 256  # translated files kept for /download_file
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
 # The attention picture's characters (source and translation together) at most: its memory
 # grows with layers x heads x both lengths (2,800 characters once took 4.6 GB and a minute).
 ATTENTION_CHAR_LIMIT = 300
-
-
-class TranslatedFiles:
-    """The latest translated files, in memory for ``/download_file`` (the oldest go first)."""
-
-    def __init__(self, keep: int = KEPT_FILES):
-        self.keep = keep
-        self._files: OrderedDict[str, bytes] = OrderedDict()
-
-    def add(self, filename: str, content: bytes) -> str:
-        """Keep ``content``; the name to download it by (``<random>.<filename>``)."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", filename)[-100:]
-        name = f"{uuid.uuid4().hex}.{safe}"
-        self._files[name] = content
-        while len(self._files) > self.keep:
-            self._files.popitem(last=False)
-        return name
-
-    def get(self, name: str) -> bytes | None:
-        return self._files.get(name)
 
 
 class Suggestions:
@@ -146,7 +130,7 @@ class LibreTranslate:
             self.pairs[source, target] = Pair(model, source, target, tokenizer, engine)
         self.first = next(iter(self.pairs.values()))  # what requests without languages get
         self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
-        self.files = TranslatedFiles()
+        self.files = TranslatedFiles(expire_s=settings.files_expire_s)
 
     def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
         return {"error": message}
@@ -165,6 +149,7 @@ class LibreTranslate:
     def close(self) -> None:
         for pair in self.pairs.values():
             pair.engine.close()
+        self.files.close()
 
     def summary(self) -> str:
         stats = [pair.engine.stats for pair in self.pairs.values()]
@@ -373,31 +358,39 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         filename = Path(upload.filename or "").name
         if not filename:
             raise ApiError(400, "Invalid request: empty file")
-        if Path(filename).suffix.lower() not in FILE_FORMATS:
-            raise ApiError(
-                400, f"Invalid request: file format not supported ({', '.join(FILE_FORMATS)})"
-            )
-        text = _file_text(
-            await read_upload(upload, 4 * settings.char_limit + 3), settings.char_limit
-        )
+        document = document_format(filename)
         source, target = str(values["source"]), str(values["target"])
-        if source == "auto":
-            source, _ = service.source_of(text, target)
-        pair, token = service.route(source, target)
         options = _options(settings, 1, values)
-        translated = await _translate_lines(service, pair, text, options, token)
-        name = service.files.add(filename, translated.encode("utf-8"))
+        if document is None:
+            text = _file_text(
+                await read_upload(upload, 4 * settings.char_limit + 3), settings.char_limit
+            )
+            pair, token = service.route(_source(service, source, text, target), target)
+            content = (await _translate_lines(service, pair, text, options, token)).encode()
+        else:
+
+            async def translate(texts: list[str]) -> list[str]:
+                pair, token = service.route(_source(service, source, texts, target), target)
+                return [h[0].text for h in await service.translate(pair, texts, options, token)]
+
+            data = await read_upload(upload, settings.file_max_bytes)
+            content = await translate_document_file(data, document, filename, settings, translate)
+        name = await asyncio.to_thread(service.files.add, filename, content)
         return {"translatedFileUrl": str(request.url_for("download_file", name=name))}
 
     @app.get("/download_file/{name}", name="download_file")
     async def download_file(name: str) -> Response:
-        content = service.files.get(name)
+        content = await asyncio.to_thread(service.files.get, name)
         if content is None:
-            raise ApiError(404, f"no translated file {name} (the latest {KEPT_FILES} are kept)")
+            raise ApiError(
+                404,
+                f"no translated file {name} (the latest {KEPT_FILES} are kept for "
+                f"{settings.files_expire_s:g}s)",
+            )
         original = name.split(".", 1)[1]
         return Response(
             content,
-            media_type="text/plain; charset=utf-8",
+            media_type=media_type(original),
             headers={"Content-Disposition": f'attachment; filename="{original}"'},
         )
 
@@ -517,6 +510,14 @@ def _file_text(content: bytes | None, char_limit: int) -> str:
             400, f"Invalid request: request ({len(text)}) exceeds text limit ({char_limit})"
         )
     return text
+
+
+def _source(service: LibreTranslate, source: str, text: str | list[str], target: str) -> str:
+    """``source``, or with ``auto`` the language of ``text`` (its first characters)."""
+    if source != "auto":
+        return source
+    sample = text if isinstance(text, str) else "\n".join(text)
+    return service.source_of(sample[: service.settings.char_limit], target)[0]
 
 
 async def _translate_lines(
