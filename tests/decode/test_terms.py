@@ -130,3 +130,19 @@ def test_a_user_pattern_is_protected(translator):
     options = dataclasses.replace(BEAM, protect_patterns=(r"ACME-\d+",))
     [[found]] = translator.translate(["the dog ACME-42 runs ."], options)
     assert found.text.count("ACME-42") == 1
+
+
+def test_constrained_sentences_translate_alike_alone_and_in_a_batch(translator):
+    """Through the model's KV cache: a batch of constrained and free sentences gives each
+    sentence what it gets alone, every constraint met."""
+    ids = translator.src_tokenizer.encode([*LINES[:2], "the cat sits"])
+    house = translator.tgt_tokenizer.encode(["house"])[0]
+    ball = translator.tgt_tokenizer.encode(["ball"])[0]
+    constraints = [[house], [], [ball, house]]
+    together = translator.translate_ids(ids, BEAM, constraints=constraints)
+    for row, terms, found in zip(ids, constraints, together, strict=True):
+        [alone] = translator.translate_ids([row], BEAM, constraints=[terms])
+        assert alone[0].tokens == found[0].tokens
+        for term in terms:
+            tokens = found[0].tokens
+            assert any(tokens[i : i + len(term)] == term for i in range(len(tokens)))

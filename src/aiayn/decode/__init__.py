@@ -1,6 +1,7 @@
 """Decoding: greedy search, batched beam search, and sampling (never imports train)."""
 
 from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
+from aiayn.decode.constrained import constrained_beam_search
 from aiayn.decode.generate import generate, load_language_model
 from aiayn.decode.greedy import greedy_decode, greedy_search
 from aiayn.decode.sampling import filter_logits, sample_next
@@ -11,6 +12,7 @@ __all__ = [
     "StepDecoder",
     "TransformerStepper",
     "beam_search",
+    "constrained_beam_search",
     "filter_logits",
     "generate",
     "greedy_decode",
