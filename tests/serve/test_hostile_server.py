@@ -487,50 +487,105 @@ def _rss_mb(pid: int) -> float:
     return total / 1024
 
 
-HOSTILE = [
-    _raw('{"q": "\\ud800 dog", "source": "en", "target": "de"}'),
-    _raw('{"q": "dog", "target": "de", "alternatives": Infinity}'),
-    _raw('{"q": ' + "[" * 5000 + "]" * 5000 + "}"),
-    {"json": {**GOOD, "api_key": ["x"]}},
-    {"json": {"q": "d" * 6000, "target": "de"}},
-]
+def _handles(pid: int) -> tuple[int, int]:
+    """Threads and open files of ``pid`` and its children."""
+    threads = files = 0
+    for p in [pid, *children(pid)]:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            threads += int(re.search(r"Threads:\s+(\d+)", status).group(1))
+            files += len(os.listdir(f"/proc/{p}/fd"))
+        except OSError:
+            continue
+    return threads, files
 
 
-def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
-    """A few seconds of 32 clients (two requests each at least), one request in four
-    hostile, a decoding process killed
-    half-way: every good request gets its translation (or, for the batch the killed process
-    held, a clean 503 to retry), every hostile one its 400, and memory stays bounded."""
-    url = translator_server.url
+CHAT = {"model": "best", "max_tokens": 8, "temperature": 0}
+SAY = [{"role": "user", "content": "to be"}]
+TO_DE = {"source": "en", "target": "de"}
+HOSTILE = {  # per endpoint: requests that must each get a 4xx with a JSON error
+    "/translate": [
+        _raw('{"q": "\\ud800 dog", "source": "en", "target": "de"}'),
+        _raw('{"q": "dog", "target": "de", "alternatives": Infinity}'),
+        _raw('{"q": ' + "[" * 5000 + "]" * 5000 + "}"),
+        {"json": {**GOOD, "api_key": ["x"]}},
+        {"json": {"q": "d" * 6000, "target": "de"}},
+        {"json": {**GOOD, "q": "<b>" * 1600 + "the dog " * 25, "format": "html"}},
+        {"json": {"q": "12345", "source": "auto", "target": "de"}},
+        {"content": (b'["dog",' * 20_000 for _ in range(2)), "headers": JSON},
+    ],
+    "/detect": [_raw('{"q": "\\ud800"}'), {"json": {"q": 7}}, {"json": {"q": "x" * 6000}}],
+    "/translate_file": [
+        {"files": [("file", ("a.txt", b"dog")), ("file", ("b.txt", b"cat"))], "data": TO_DE},
+        {"files": {"file": ("a.txt", "\U0001f600".encode() * 5001)}, "data": TO_DE},
+        {"files": {"file": ("a.txt", b"\xff\xfe dog")}, "data": TO_DE},
+        {"data": TO_DE},
+    ],
+    "/v1/chat/completions": [
+        {"json": {**CHAT, "messages": [{"role": "user", "content": [{"type": "text"}]}]}},
+        {"json": {**CHAT, "messages": SAY * 2000}},
+        {"json": {**CHAT, "messages": SAY, "stream": "yes"}},
+        {"json": {**CHAT, "messages": SAY, "temperature": "0.5"}},
+    ],
+}
+ENDPOINTS = list(HOSTILE)
+
+
+def test_32_clients_with_hostile_requests_mixed_in(translator_server, lm_server, en_de):
+    """A few seconds of 32 clients (two requests each at least) over /translate, /detect,
+    /translate_file and chat completions, one request in four hostile, a decoding process
+    killed half-way: every good request gets its answer alone (or, for the batch the killed
+    process held, a clean 503 to retry), every hostile one its 4xx, and memory, threads and
+    open files stay bounded."""
+    url, lm = translator_server.url, lm_server.url
     expected = dict(zip(SENTENCES, expected_translations(en_de, SENTENCES), strict=True))
-    before = _rss_mb(translator_server.proc.pid)
+    chat_answer = httpx.post(lm + "/v1/chat/completions", json={**CHAT, "messages": SAY})
+    reply = chat_answer.json()["choices"][0]["message"]["content"]
+    servers = [translator_server.proc.pid, lm_server.proc.pid]
+    before = [_rss_mb(pid) for pid in servers]
+    handles = [_handles(pid) for pid in servers]
     stop = time.monotonic() + 4.0
     outcomes: dict[str, int] = {"good": 0, "hostile": 0, "retry": 0}
     wrong: list[str] = []
     lock = threading.Lock()
+
+    def good(http: httpx.Client, endpoint: str, text: str) -> tuple[bool, httpx.Response]:
+        if endpoint == "/detect":
+            r = http.post(url + endpoint, json={"q": text})
+            return r.status_code == 200 and r.json()[0]["language"] == "en", r
+        if endpoint == "/v1/chat/completions":
+            r = http.post(lm + endpoint, json={**CHAT, "messages": SAY})
+            return r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == reply, r
+        if endpoint == "/translate_file":
+            files = {"file": ("notes.txt", f"{text}\n".encode())}
+            r = http.post(url + endpoint, files=files, data=TO_DE)
+            if r.status_code != 200:
+                return False, r
+            back = http.get(r.json()["translatedFileUrl"])
+            return back.text == f"{expected[text]}\n", back
+        r = http.post(url + endpoint, json={**GOOD, "q": text})
+        return r.status_code == 200 and r.json()["translatedText"] == expected[text], r
 
     def client(number: int) -> None:
         with httpx.Client(timeout=180) as http:
             i = 0
             while i < 2 or time.monotonic() < stop:  # one hostile and one good at least
                 i += 1
+                endpoint = ENDPOINTS[(number + i) % len(ENDPOINTS)]
                 if i % 4 == 1:
-                    r = http.post(url + "/translate", **HOSTILE[(number + i) % len(HOSTILE)])
-                    ok, kind = r.status_code == 400 and "error" in r.json(), "hostile"
+                    cases = HOSTILE[endpoint]
+                    base = lm if endpoint.startswith("/v1") else url
+                    r = http.post(base + endpoint, **cases[(number + i) % len(cases)])
+                    ok, kind = 400 <= r.status_code < 500 and "error" in r.json(), "hostile"
                 else:
-                    text = SENTENCES[(number + i) % len(SENTENCES)]
-                    r = http.post(url + "/translate", json={**GOOD, "q": text})
+                    ok, r = good(http, endpoint, SENTENCES[(number + i) % len(SENTENCES)])
+                    kind = "good"
                     if r.status_code == 503 and "retry" in r.text:
                         ok, kind = True, "retry"
-                    else:
-                        ok, kind = (
-                            r.status_code == 200 and (r.json()["translatedText"] == expected[text]),
-                            "good",
-                        )
                 with lock:
                     outcomes[kind] += 1
                     if not ok:
-                        wrong.append(f"{r.status_code} {r.text[:200]}")
+                        wrong.append(f"{endpoint} {r.status_code} {r.text[:200]}")
 
     def kill_one_decoder() -> None:
         time.sleep(2.0)
@@ -546,14 +601,19 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, en_de):
     with concurrent.futures.ThreadPoolExecutor(32) as pool:
         list(pool.map(client, range(32)))
     killer.join()
-    after = _rss_mb(translator_server.proc.pid)
     assert wrong == []
     assert outcomes["good"] + outcomes["retry"] >= 32 and outcomes["hostile"] >= 32, outcomes
     assert outcomes["retry"] <= 32, outcomes  # at most the batch the killed process held
-    assert after < before + 400, (before, after)
     r = httpx.post(url + "/translate", json=GOOD, timeout=60)
     assert r.json()["translatedText"] == expected[GOOD["q"]]
     assert httpx.get(url + "/health").json()["decoders_restarted"] == 1  # /health says so
+    for pid, was, (threads, files) in zip(servers, before, handles, strict=True):
+        assert _rss_mb(pid) < was + 400, (was, _rss_mb(pid))
+        now_threads, now_files = _handles(pid)
+        assert now_files <= files + 8 and now_threads <= threads + 48, (
+            (threads, files),
+            (now_threads, now_files),
+        )
 
 
 # -- the engines, directly ---------------------------------------------------------------
