@@ -201,6 +201,18 @@ def foreign_directory(name: str) -> Callable[[Path, Path], None]:
     return setup
 
 
+def corpus_as(src: str, tgt: str) -> Callable[[Path, Path], None]:
+    """The world's corpus at ``{t}/c``, its files named for languages ``src`` and ``tgt``."""
+
+    def setup(w: Path, t: Path) -> None:
+        (t / "c").mkdir()
+        for split in ("train", "valid"):
+            shutil.copyfile(w / "corpus" / f"{split}.src", t / "c" / f"{split}.{src}")
+            shutil.copyfile(w / "corpus" / f"{split}.tgt", t / "c" / f"{split}.{tgt}")
+
+    return setup
+
+
 def file_at(name: str, content: str = "x") -> Callable[[Path, Path], None]:
     def setup(w: Path, t: Path) -> None:
         (t / name).write_text(content)
@@ -272,6 +284,10 @@ PREPARE = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--valid", "{w}/
 GENERATE = ["generate", "--model", "{w}/lmrun/best", "--max-new-tokens", "3"]
 PLOT_ATT = ["plot", "attention", "--model", "{w}/run/best", "--src", "the dog"]
 TRAIN = ["train", "{t}/train.toml"]
+VOCAB_FROM = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--train", "{w}/corpus/train"]
+VOCAB_FROM += ["--valid", "{w}/corpus/valid", "--out", "{t}/d", "--vocab-from"]
+VOCAB_FR_DE = ["prepare", "--src-lang", "fr", "--tgt-lang", "de", "--train", "{t}/c/train"]
+VOCAB_FR_DE += ["--valid", "{t}/c/valid", "--out", "{t}/d"]
 T = "{t}/train.toml"
 
 CASES: list[tuple[str, Callable | None, list[str], str]] = [
@@ -514,6 +530,18 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         NONE,
         [*PREPARE, "--train", "{w}/bad/counts", "--out", "{t}/d", "--vocab-from", "{w}/data"],
         "--vocab-from",
+    ),
+    (
+        "prepare --vocab-from a language model",
+        NONE,
+        [*VOCAB_FROM, "{w}/lmrun/best"],
+        "a language model",
+    ),
+    (
+        "prepare --vocab-from a model of another language pair",
+        corpus_as("fr", "de"),
+        [*VOCAB_FR_DE, "--vocab-from", "{w}/run/best"],
+        "a src-tgt model, and this corpus is fr-de",
     ),
     (
         "prepare --vocab-from with --text",

@@ -170,8 +170,20 @@ def _copy_vocabularies(cfg: PrepareConfig, tmp: Path, log) -> dict:
     """Copy the tokenizers of the model directory ``cfg.vocab_from`` (checked against its
     ``tokenizer.json``) and describe them, with the model's special ids, for the manifest."""
     source = Path(cfg.vocab_from)
-    specials = model_config_of(source, where="--vocab-from").specials
+    model = model_config_of(source, where="--vocab-from")
+    if not model.is_encoder_decoder:
+        raise CorpusError(
+            f"--vocab-from {source}: a language model; a parallel corpus takes a translation "
+            "model's vocabularies"
+        )
+    specials = model.specials
     _, _, info = load_tokenizers(source)
+    theirs, ours = (info.src_lang, info.tgt_lang), (cfg.src_lang, cfg.tgt_lang)
+    if all(theirs) and theirs != ours:
+        raise CorpusError(
+            f"--vocab-from {source}: a {theirs[0]}-{theirs[1]} model, and this corpus is "
+            f"{ours[0]}-{ours[1]}; its vocabularies were not made for these languages"
+        )
     log(f"encoding with the {info.kind} vocabularies of {source}")
     for name in info.files:
         shutil.copyfile(source / name, tmp / name)
