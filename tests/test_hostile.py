@@ -148,6 +148,39 @@ def test_good_calls_still_work_after_the_checks(translator, language_model):
     assert len(generate(language_model, [1, 2], max_new_tokens=3, temperature=0.0)) == 3
 
 
+def test_weights_without_a_checksum_are_loaded_with_a_warning(trained_model_dir, tmp_path, caplog):
+    """A config.json without its weights record (aiayn 0.1's, or one edited) still loads,
+    but never silently: the weights are not verified, and the log says so."""
+    model = tmp_path / "m"
+    shutil.copytree(trained_model_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    del config["weights"]
+    (model / "config.json").write_text(json.dumps(config))
+    with caplog.at_level("WARNING", logger="aiayn"):
+        Translator.from_dir(model)
+    assert "records no checksum" in caplog.text and "not verified" in caplog.text
+
+
+def test_weights_that_overflow_are_refused_when_loaded(trained_model_dir, tmp_path):
+    """Finite weights so large that the model computes infinities translated every line to
+    unknown words (a line of ⁇, exit 0): refused when loaded, naming the directory."""
+    from safetensors.torch import load_file, save_file
+
+    from aiayn.store.model_dir import file_checksum
+
+    model = tmp_path / "m"
+    shutil.copytree(trained_model_dir, model)
+    weights = load_file(model / "model.safetensors")
+    weights = {k: v * 1e30 if v.is_floating_point() else v for k, v in weights.items()}
+    save_file(weights, model / "model.safetensors")
+    config = json.loads((model / "config.json").read_text())  # changed on purpose
+    config["weights"].update(file_checksum(model / "model.safetensors"))
+    (model / "config.json").write_text(json.dumps(config))
+    with pytest.raises(AiaynError, match="computes non-finite values") as caught:
+        Translator.from_dir(model)
+    assert str(model) in str(caught.value) and "\n" not in str(caught.value)
+
+
 # -- import marian: a directory from elsewhere trusts nothing -------------------------------
 
 

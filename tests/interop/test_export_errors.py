@@ -60,6 +60,9 @@ CASES = [  # (name, set-up, argv, expected words)
     ("argos: no languages", lambda t: model_dir(t, languages=("", "")), ["argos"], "--from"),
     ("argos: bad code", model_dir, ["argos", "--from", "en glish"], "not a language code"),
     ("argos: splitter", model_dir, ["argos", "--splitter", "{t}/none.onnx"], "none.onnx"),
+    ("argos: empty version", model_dir, ["argos", "--version", ""], "--version ''"),
+    ("argos: version with a slash", model_dir, ["argos", "--version", "1/2"], "--version '1/2'"),
+    ("argos: version '..'", model_dir, ["argos", "--version", ".."], "a package version is"),
 ]
 
 

@@ -167,6 +167,7 @@ class Translator:
         model, cfg = load_model(directory, device=device, profile=profile)
         if not isinstance(model, Transformer):
             raise TranslationError(f"{directory}: a language model, not a translation model")
+        _check_computes(model, directory)
         src, tgt, info = load_tokenizers(directory)
         check_vocabularies(directory, info, cfg)
         return cls(
@@ -460,6 +461,24 @@ def _check_text_options(options: SearchOptions) -> None:
     if options.format == "html" and options.text == "raw":
         raise TranslationError(
             "format html reads natural text out of the markup: it needs text natural, not raw"
+        )
+
+
+@torch.inference_mode()
+def _check_computes(model: Transformer, directory: str | Path) -> None:
+    """Refuse a model whose finite weights still compute NaN or an infinity (values so large
+    that they overflow): it would translate every line to unknown words.
+
+    Raises:
+        TranslationError: naming the directory."""
+    device = next(model.parameters()).device
+    specials = model.specials
+    src = torch.tensor([[specials.eos]], device=device)  # (1, 1): the shortest source
+    tgt = torch.tensor([[specials.bos]], device=device)  # (1, 1)
+    if not bool(torch.isfinite(model(src, tgt)).all()):
+        raise TranslationError(
+            f"{directory}: the model computes non-finite values (its weights overflow: "
+            "damaged, or trained until it diverged); it cannot translate"
         )
 
 

@@ -41,6 +41,7 @@ SUFFIX = ".argosmodel"
 ARGOS_VERSION = "1.9"  # the package format's version (Argos Translate >= 1.9 reads it)
 SPM_FILE = "sentencepiece.model"
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}")  # it names the package's directory
 
 
 def export_argos(
@@ -70,6 +71,11 @@ def export_argos(
     for package in ("ctranslate2", "onnx"):
         if importlib.util.find_spec(package) is None:
             raise ExportError(f"{package} is not installed (pip install {package})")
+    if not isinstance(version, str) or not VERSION.fullmatch(version):
+        raise ExportError(
+            f"--version {version!r}: a package version is digits, letters, dots and dashes, "
+            "starting with a digit or a letter (e.g. 1.0)"
+        )
     out = Path(out_file)
     check_package_destination(out, overwrite=overwrite)
     model_dir = Path(model_dir)

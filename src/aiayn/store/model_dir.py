@@ -10,6 +10,7 @@ tokenizers have their own checksums in ``tokenizer.json``."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -33,6 +34,7 @@ WEIGHTS_FILE = "model.safetensors"
 TRAINING_STATE_FILE = "trainer.json"  # only in training checkpoints, never replaced here
 SAVED_WITH = "aiayn_model_config"  # safetensors metadata: the ModelConfig of the weights
 FORMAT = "aiayn-model"
+LOGGER = logging.getLogger("aiayn")
 FORMAT_VERSION = 1
 
 
@@ -193,7 +195,8 @@ def load_weights(
 
 def verify_weights(path: Path) -> None:
     """Check a weights file against the size and SHA-256 that the ``config.json`` beside it
-    records (model directories written before checksums were recorded are not checked).
+    records (model directories written before checksums were recorded are not checked: a
+    warning on the ``aiayn`` logger says so).
 
     Raises:
         ModelLoadError: the file differs from what was saved.
@@ -203,6 +206,10 @@ def verify_weights(path: Path) -> None:
     except (OSError, ValueError, AttributeError):
         return  # no readable config beside the weights: read_model_config reports it
     if not isinstance(recorded, dict) or recorded.get("file") != path.name:
+        LOGGER.warning(
+            f"{path}: {CONFIG_FILE} records no checksum of it (a model directory written "
+            "before checksums were recorded, or an edited one): the weights are not verified"
+        )
         return
     size = path.stat().st_size
     if size != recorded.get("size"):
