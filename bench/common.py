@@ -95,20 +95,20 @@ def set_up_allocator(allocator: str) -> None:
         tune_allocator()
 
 
-def aiayn_config(size: str, **overrides):
-    """aiayn's ModelConfig of preset ``size``, dropout 0.1 unless overridden, vocabulary VOCAB."""
+def aiayn_config(size: str, *, vocab: int = VOCAB, **overrides):
+    """aiayn's ModelConfig of preset ``size``, dropout 0.1 unless overridden."""
     from aiayn.config import model_preset
 
-    return model_preset(size, **{"dropout": 0.1, **overrides}).with_vocab(VOCAB)
+    return model_preset(size, **{"dropout": 0.1, **overrides}).with_vocab(vocab)
 
 
-def marian_model(size: str, *, dropout: float = 0.1):
+def marian_model(size: str, *, dropout: float = 0.1, vocab: int = VOCAB):
     """A Hugging Face MarianMTModel with aiayn's dimensions and special ids (random weights)."""
     from transformers import MarianConfig, MarianMTModel
 
     s = aiayn_config(size)
     cfg = MarianConfig(
-        vocab_size=VOCAB,
+        vocab_size=vocab,
         d_model=s.d_model,
         encoder_layers=s.n_encoder_layers,
         decoder_layers=s.n_decoder_layers,
