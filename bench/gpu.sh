@@ -58,10 +58,10 @@ if [ -f .gpu/wmt_data.tgz ]; then
     mkdir -p /tmp/aiayn-wmt && tar -xzf .gpu/wmt_data.tgz -C /tmp/aiayn-wmt && data=/tmp/aiayn-wmt/wmt_data
 fi
 
-step tests 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_cuda.py
-step train 150 python3 bench/train.py --device cuda --shape wmt --sizes base big --steps 6 --trace "$results/trace.txt"
-step decode 200 python3 bench/gpu_decode.py --sizes base big --batches 64 1024 --repeats 2
+step tests 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_cuda.py
+step train 110 python3 bench/train.py --device cuda --shape wmt --sizes base big --steps 6 --trace "$results/trace.txt"
+step compiled 110 python3 bench/train.py --device cuda --shape wmt --sizes big --steps 6 --systems --compiled aiayn nn.Transformer
+step decode 150 python3 bench/gpu_decode.py --sizes base big --batches 64 1024 --repeats 2
 if [ -n "$data" ]; then
-    step projection 90 python3 bench/wmt_projection.py --data "$data" --updates 200
+    step projection 60 python3 bench/wmt_projection.py --data "$data" --updates 200
 fi
-step compiled 150 python3 bench/train.py --device cuda --shape wmt --sizes big --steps 6 --systems --compiled aiayn nn.Transformer
