@@ -127,7 +127,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # trained once for every server test module
 def lm_dir(tmp_path_factory) -> Path:
     from aiayn.cli import main
     from aiayn.data.lm import prepare_lm

@@ -357,6 +357,13 @@ OPENAI_CASES = [
      "top_logprobs is not supported"),
     ("chat message over --char-limit", "POST", "/v1/chat/completions",
      _ask(messages=[{"role": "user", "content": "to be " * 1600}]), 400, "more than the limit"),
+    ("stop with 5,000 sequences", "POST", "/v1/completions",
+     _ask(prompt="to", stop=[f"x{i}" for i in range(5000)]), 400, "at most 4 sequences"),
+    ("presence_penalty 1", "POST", "/v1/completions", _ask(prompt="to", presence_penalty=1), 400,
+     "presence_penalty is not supported"),
+    ("logit_bias in a chat", "POST", "/v1/chat/completions",
+     _ask(messages=[{"role": "user", "content": "to"}], logit_bias={"1": 5}), 400,
+     "logit_bias is not supported"),
     ("chat of 2,000 messages", "POST", "/v1/chat/completions",
      _ask(messages=[{"role": "user", "content": "to"}] * 2000), 400, "more than the limit"),
     ("models.retrieve of another name", "GET", "/v1/models/gpt-4", {}, 404, "does not exist"),
@@ -428,6 +435,7 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow  # its own server, and the time limit to wait out twice
 def test_abandoned_completions_stop_at_the_timeout_and_sigterm_ends_the_server(lm_dir):
     """400 prompts x 200 tokens, abandoned by a client that stops waiting: the generating
     process stops once the server's --timeout is spent (its CPU time stops growing); a

@@ -35,13 +35,27 @@ from aiayn.serve import checks
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
-UNSUPPORTED = {"echo": (False, None), "best_of": (1, None), "logprobs": (None,), "suffix": (None,)}
+# Fields whose only values served are these: anything else is refused, never ignored.
+PENALTIES = {
+    "presence_penalty": (None, 0),
+    "frequency_penalty": (None, 0),
+    "logit_bias": (None, {}),
+}
+UNSUPPORTED = {
+    "echo": (False, None),
+    "best_of": (1, None),
+    "logprobs": (None,),
+    "suffix": (None,),
+    **PENALTIES,
+}
 CHAT_UNSUPPORTED = {
     "logprobs": (False, None),
     "top_logprobs": (None,),
     "tools": (None, []),
     "response_format": (None,),
+    **PENALTIES,
 }
+MAX_STOPS = 4  # stop sequences per request, as OpenAI allows (each is looked for at every token)
 ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 CHAT_TEMPLATE = "{role}: {content}\n"  # one line per message, then "Assistant:"
 TURN_STOPS = tuple(f"\n{name}:" for name in dict.fromkeys(ROLES.values()))
@@ -481,6 +495,8 @@ def _sampling(values: dict[str, Any], settings: ServeSettings, limit: str) -> di
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
         raise ApiError(400, "stop must be a string or a list of strings")
+    if len(stop) > MAX_STOPS:
+        raise ApiError(400, f"stop: at most {MAX_STOPS} sequences, got {len(stop)}")
     try:
         if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000, strict=True) != 1:
             raise ApiError(400, "n: only 1 is supported")
