@@ -366,12 +366,12 @@ TRAINED_SYSTEMS = [
 def trained_searches(system: str) -> list[str]:
     """Greedy, then beam search by each stopping rule aiayn has (CTranslate2: its own,
     "beams")."""
-    from aiayn.cli.common import STOPPING_RULES  # imports no torch: CTranslate2's rows
+    from aiayn.search_options import STOPPING  # imports no torch: CTranslate2's rows
 
     beam = f"beam{TRAINED_BEAM}"
     if system.startswith("CTranslate2"):
         return ["greedy", beam]
-    return ["greedy", beam, *(f"{beam} {rule}" for rule in STOPPING_RULES[1:])]
+    return ["greedy", beam, *(f"{beam} {rule}" for rule in list(STOPPING)[1:])]
 
 
 def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path) -> int:

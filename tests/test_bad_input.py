@@ -297,7 +297,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("translate --max-src-len 0", NONE, [*TRANSLATE, "--max-src-len", "0"], "--max-src-len"),
     ("translate --max-src-len 1", NONE, [*TRANSLATE, "--max-src-len", "1"], "at least 2"),
     ("translate --beam 0", NONE, [*TRANSLATE, "--beam", "0"], "--beam"),
-    ("translate --beam -3", NONE, [*TRANSLATE, "--beam", "-3"], "at least 1"),
+    ("translate --beam -3", NONE, [*TRANSLATE, "--beam", "-3"], "from 1 to 1024"),
     ("translate --beam x", NONE, [*TRANSLATE, "--beam", "x"], "whole number"),
     ("translate --beam > vocab/2", NONE, [*TRANSLATE, "--beam", "40"], "too large"),
     ("translate --alpha -1", NONE, [*TRANSLATE, "--alpha", "-1"], "--alpha"),
@@ -442,7 +442,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "data.pad_to_multiple=0",
         train_config(data={"pad_to_multiple": 0}),
         [*TRAIN],
-        "pad_to_multiple must be at least 1",
+        "pad_to_multiple must be a whole number at least 1",
     ),
     (
         "data.dir missing",
@@ -471,7 +471,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         [*TRAIN],
         "lm",
     ),
-    ("optim.lr=-1", train_config(optim={"lr": -1.0}), [*TRAIN], "lr must be above 0"),
+    ("optim.lr=-1", train_config(optim={"lr": -1.0}), [*TRAIN], "lr must be a number above 0"),
     (
         "optim.label_smoothing=1",
         train_config(optim={"label_smoothing": 1.0}),

@@ -86,7 +86,7 @@ API_CASES: list[tuple[str, Callable, str]] = [
     ("negative id", lambda t, lm: t.translate_ids([[-1]]), "-1"),
     ("ids as a string", lambda t, lm: t.translate_ids(["abc"]), "source 1"),
     ("beam='5'", lambda t, lm: SearchOptions(beam="5"), "beam"),
-    ("beam=5000", lambda t, lm: SearchOptions(beam=5000), "at most"),
+    ("beam=5000", lambda t, lm: SearchOptions(beam=5000), "from 1 to 1024"),
     ("beam=True", lambda t, lm: SearchOptions(beam=True), "beam"),
     ("beam > vocab/2", lambda t, lm: t.translate(["x"], SearchOptions(beam=40)), "too large"),
     ("alpha=nan", lambda t, lm: SearchOptions(alpha=math.nan), "alpha"),
@@ -141,7 +141,7 @@ def test_html_alternatives_are_whole_documents_with_scores(translator):
 
 
 def test_good_calls_still_work_after_the_checks(translator, language_model):
-    [[one]] = translator.translate(["the dog runs"], SearchOptions(beam=2, alpha=None))
+    [[one]] = translator.translate(["the dog runs"], SearchOptions(beam=2, alpha=0.0))
     assert one.text and one.tokens
     ids = translator.src_tokenizer.encode(["the dog runs"])
     assert translator.translate_ids([torch.tensor(ids[0])], SearchOptions(beam=1))[0][0].text

@@ -13,7 +13,18 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiayn"
 LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
-    {"errors", "files", "config", "config_io", "exports", "memory", "masks", "runtime"},
+    {
+        "errors",
+        "files",
+        "checks",
+        "search_options",
+        "config",
+        "config_io",
+        "exports",
+        "memory",
+        "masks",
+        "runtime",
+    },
     {"text"},
     {"modules"},
     {"accel"},
@@ -29,7 +40,7 @@ LAYERS = [  # top to bottom, as ARCHITECTURE.md's table
 ]
 APART = [{"decode", "train"}]  # same layer, never each other
 FORBIDDEN = {"interop": {"train"}, "serve": {"train"}}
-NO_TORCH = {"errors", "files", "config", "config_io", "exports", "memory", "text"}
+NO_TORCH = (LAYERS[0] - {"masks", "runtime"}) | {"text"}
 ONLY_IN = {"fastapi": {"serve"}, "uvicorn": {"cli"}, "transformers": {"interop"}}
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiayn import config
 from aiayn.cli import build_parser
+from aiayn.search_options import SearchOptions
 
 SECTIONS = (  # (TOML table, dataclass): a training config, then a pipeline recipe's tables
     ("", config.TrainConfig),
@@ -24,9 +25,13 @@ SECTIONS = (  # (TOML table, dataclass): a training config, then a pipeline reci
     ("optim", config.OptimConfig),
     ("run", config.RunConfig),
     ("pipeline", config.PipelineConfig),
+    ("pipeline.decode", SearchOptions),
     ("prepare", config.PrepareConfig),
 )
-RANGE = re.compile(r"^(?P<name>\w+) must be (?P<allowed>.+), got ")
+TABLES = {"": {"model", "data", "optim", "run"}, "pipeline": {"decode"}}  # listed apart
+RANGE = re.compile(
+    r"^(?:\w+\.)?(?P<name>\w+) must be (?:a whole number |a number )?(?P<allowed>.+), got "
+)
 
 
 # ---- commands ---------------------------------------------------------------------------
@@ -131,7 +136,7 @@ def allowed_range(cls: type, name: str, default: Any) -> str:
     }
     try:
         cls(**{**required, name: probe})
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError) as error:  # ConfigError is a ValueError
         match = RANGE.match(str(error))
         if match and match["name"] == name:
             return match["allowed"]
@@ -190,16 +195,23 @@ def config_reference() -> str:
                 "files from `[pipeline]`; `aiayn prepare` takes them as options.",
                 "",
             ]
+        if cls is SearchOptions:
+            out += [
+                "A recipe may write these keys in `[pipeline]` itself (`beam = 4`), but "
+                "`text`, which there is the corpus's; a recipe decodes raw text by default, "
+                "and takes no glossary (a file that `aiayn translate --glossary` reads).",
+                "",
+            ]
         out += ["| key | type | default | range | meaning |", "|---|---|---|---|---|"]
         for field in dataclasses.fields(cls):
-            if dataclasses.is_dataclass(types[field.name]) and table == "":
+            if dataclasses.is_dataclass(types[field.name]) and field.name in TABLES.get(table, ()):
                 continue  # a table of its own below
             default = _default(field)
             shown = "" if default is None else f"`{toml_value(default)}`"
             out.append(
                 f"| `{field.name}` | {_type_name(types[field.name])} | {_cell(shown)} | "
                 f"{allowed_range(cls, field.name, default)} | "
-                f"{_cell(comments.get(field.name, ''))} |"
+                f"{_cell(comments.get(field.name, field.metadata.get('help', '')))} |"
             )
         out.append("")
     return "\n".join(out)

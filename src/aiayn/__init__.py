@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 _SOURCES = {
     # translate and score
     "Translator": "aiayn.decode.translator",
-    "SearchOptions": "aiayn.decode.translator",
+    "SearchOptions": "aiayn.search_options",
     "Translation": "aiayn.decode.translator",
     "corpus_scores": "aiayn.eval.bleu",
     "Scores": "aiayn.eval.bleu",

@@ -1,6 +1,7 @@
 """Frozen configuration dataclasses, named as in the paper.
 
-This module imports neither torch nor any aiayn module but ``aiayn.errors``, so every layer
+This module imports neither torch nor any aiayn module but ``aiayn.errors``, ``aiayn.checks``
+and ``aiayn.search_options``, so every layer
 of the package (and tools that only read configs) can depend on it. Reading configs from
 dicts and TOML files is ``aiayn.config_io``.
 """
@@ -11,7 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiayn.errors import AiaynError
+from aiayn.checks import Number, Rule, Whole, check
+from aiayn.errors import ConfigError
+from aiayn.search_options import SearchOptions
 
 # Special token ids: the same in every vocabulary aiayn builds (kept here, and only here).
 PAD_ID = 0
@@ -29,19 +32,22 @@ def check_ranges(
     above_0: tuple[str, ...] = (),
     below_1: tuple[str, ...] = (),
 ) -> None:
-    """Raise ValueError naming the first field of ``cfg`` outside its range: whole numbers
-    ``at_least_1`` or ``at_least_0``, numbers ``above_0``, fractions in [0, 1) ``below_1``."""
-    rules = [
-        (at_least_1, lambda v: v >= 1, "at least 1"),
-        (at_least_0, lambda v: v >= 0, "at least 0"),
-        (above_0, lambda v: v > 0, "above 0"),
-        (below_1, lambda v: 0 <= v < 1, "in [0, 1)"),
-    ]
-    for names, ok, allowed in rules:
-        for name in names:
-            value = getattr(cfg, name)
-            if not ok(value) or value != value:  # value != value: NaN
-                raise ValueError(f"{name} must be {allowed}, got {value}")
+    """Raise ConfigError naming the first field of ``cfg`` outside its range, by the rules
+    of ``aiayn.checks`` (a boolean is no number, NaN is in no range): ``at_least_1`` or
+    ``at_least_0`` (whole numbers where the field is an ``int``), numbers ``above_0``,
+    fractions in [0, 1) ``below_1``."""
+    whole = {f.name for f in dataclasses.fields(cfg) if f.type in ("int", int)}
+
+    def least(name: str, low: int) -> Rule:
+        return Whole(low) if name in whole else Number(float(low))
+
+    rules: dict[str, Rule] = {
+        **{name: least(name, 1) for name in at_least_1},
+        **{name: least(name, 0) for name in at_least_0},
+        **dict.fromkeys(above_0, Number(0.0, above=True)),
+        **dict.fromkeys(below_1, Number(0.0, 1.0, below=True)),
+    }
+    check(cfg, rules, ConfigError)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,10 +337,12 @@ class PipelineConfig:
     pretokenized: bool = False  # files: the text is tokenised (BLEU on its tokens)
     tokenize: BleuTokenize = ""  # BLEU's sacreBLEU tokenizer ("": by tgt_lang, e.g. ko-mecab)
     average_last: int = 10  # checkpoints averaged into the final model (§6.1)
-    beam: int = 5
-    alpha: float = 0.6  # length-penalty exponent, unless tune_alpha chooses one
-    max_len_b: int = 50  # outputs are at most input length + max_len_b tokens (§6.1)
-    batch_tokens: int = 4096  # source tokens per decoding batch (padded)
+    # how the test sets are decoded: [pipeline] keys named as SearchOptions fields (beam,
+    # alpha unless tune_alpha chooses one, max_len_b, batch_tokens, ...), or a
+    # [pipeline.decode] table (where "text" is SearchOptions.text). Test sets are translated
+    # line by line as they are (text "raw"): scores on tokenised text compare the model's
+    # own tokens with the references'.
+    decode: SearchOptions = dataclasses.field(default_factory=lambda: SearchOptions(text="raw"))
     tune_alpha: tuple[float, ...] = ()  # exponents tried on the validation split; best is used
     examples: int = 3  # example translations printed at the end
     test_limit: int = 0  # translate only the first N sentences of each test set (0: all)
@@ -346,9 +354,7 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if self.literature_bleu and (self.dataset, self.text) != ("multi30k", "raw"):
             raise ValueError('literature_bleu needs dataset "multi30k" with text "raw"')
-        at_least_0 = ("alpha", "examples", "test_limit", "max_len_b")
-        at_least_1 = ("average_last", "beam", "batch_tokens")
-        check_ranges(self, at_least_1=at_least_1, at_least_0=at_least_0)
+        check_ranges(self, at_least_1=("average_last",), at_least_0=("examples", "test_limit"))
         if self.dataset == "files" and not (self.train and self.valid):
             raise ValueError('dataset "files" needs the train and valid file prefixes')
         if any(not a >= 0 for a in self.tune_alpha):
@@ -374,7 +380,3 @@ class Recipe:
     pipeline: PipelineConfig
     prepare: dict[str, Any]  # PrepareConfig fields other than the languages and files
     train: TrainConfig
-
-
-class ConfigError(AiaynError, ValueError):
-    """A configuration that cannot be used: unknown key, wrong type or bad value."""

@@ -21,6 +21,7 @@ from aiayn.config import (
     Recipe,
     TrainConfig,
 )
+from aiayn.search_options import SearchOptions
 
 
 def config_to_dict(cfg: Any) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def config_to_dict(cfg: Any) -> dict[str, Any]:
 def config_from_dict(cls: type, values: dict[str, Any], *, where: str = "config") -> Any:
     """Build the dataclass ``cls`` from ``values``, rejecting unknown keys and wrong types.
 
-    Nested dataclass fields are built recursively. Errors name the offending key.
+    Nested dataclass fields are built recursively: a table sets the fields it names, the
+    others keep the field's default value. Errors name the offending key.
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(fields))
@@ -43,11 +45,25 @@ def config_from_dict(cls: type, values: dict[str, Any], *, where: str = "config"
         if dataclasses.is_dataclass(field_type):
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}.{key}: expected a table, got {type(value).__name__}")
-            kwargs[key] = config_from_dict(field_type, value, where=f"{where}.{key}")
+            nested = config_from_dict(field_type, value, where=f"{where}.{key}")
+            kwargs[key] = _over_default(fields[key], value, nested, f"{where}.{key}")
         else:
             kwargs[key] = _check_type(value, field_type, f"{where}.{key}")
     try:
         return cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _over_default(field: dataclasses.Field, values: dict[str, Any], built: Any, where: str) -> Any:
+    """``built`` (from ``values``) as the field's default with ``values`` set, where the
+    field's default is not the class's own (``PipelineConfig.decode``: raw text)."""
+    if field.default_factory is dataclasses.MISSING:
+        return built
+    try:
+        return dataclasses.replace(
+            field.default_factory(), **{k: getattr(built, k) for k in values}
+        )
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{where}: {e}") from None
 
@@ -231,7 +247,8 @@ def recipe_from_dict(
     """A Recipe; with ``recipe_dir``, a relative ``run.init_from`` (or ``prepare.vocab_from``)
     is relative to it, as the recipe's own file prefixes are."""
     values = _relative_to(dict(values), recipe_dir) if recipe_dir else dict(values)
-    pipeline = config_from_dict(PipelineConfig, values.pop("pipeline", {}), where=f"{where}")
+    pipeline_values = _decode_table(values.pop("pipeline", {}), f"{where}.decode")
+    pipeline = config_from_dict(PipelineConfig, pipeline_values, where=f"{where}")
     prepare = dict(values.pop("prepare", {}))
     fixed = {"src_lang", "tgt_lang", "train", "valid", "test"}
     clash = sorted(fixed & set(prepare))
@@ -244,6 +261,25 @@ def recipe_from_dict(
     return Recipe(
         pipeline=pipeline, prepare=prepare, train=train_config_from_dict(values, where=where)
     )
+
+
+def _decode_table(values: Any, where: str) -> Any:
+    """``[pipeline]`` with its keys named as SearchOptions fields (and not as its own: its
+    ``text`` is the corpus's) moved into its ``decode`` table."""
+    if not isinstance(values, dict):
+        return values
+    own = {f.name for f in dataclasses.fields(PipelineConfig)}
+    names = {f.name for f in dataclasses.fields(SearchOptions)} - own
+    flat = {k: v for k, v in values.items() if k in names}
+    if not flat:
+        return values
+    table = values.get("decode", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: expected a table, got {type(table).__name__}")
+    if twice := sorted(set(flat) & set(table)):
+        raise ConfigError(f"{where}: {twice} set both in [pipeline] and in [pipeline.decode]")
+    rest = {k: v for k, v in values.items() if k not in flat}
+    return {**rest, "decode": {**flat, **table}}
 
 
 def _relative_to(values: dict[str, Any], base: str) -> dict[str, Any]:

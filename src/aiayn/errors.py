@@ -12,3 +12,8 @@ This module imports nothing, so every other module may import it.
 class AiaynError(Exception):
     """A mistake in the user's input, files or options, said in one line that names the
     file, option or field at fault."""
+
+
+class ConfigError(AiaynError, ValueError):
+    """A configuration that cannot be used: unknown key, wrong type or bad value (a config
+    file's, or a frozen settings value's such as ``SearchOptions``)."""

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, read_tokenizer_info
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.errors import ConfigError
 from aiayn.text import MOSES_LOWERCASED, NO_PREPROCESSING, TextProcessor, split_paragraph
 
 GREEDY = SearchOptions(beam=1)
@@ -113,7 +114,7 @@ def test_nbest_of_a_paragraph_joins_its_sentences_hypotheses(translator):
 
 @pytest.mark.parametrize(("field", "value"), [("text", "cooked"), ("format", "pdf")])
 def test_unknown_text_options_are_refused(translator, field, value):
-    with pytest.raises(TranslationError, match=field):
+    with pytest.raises(ConfigError, match=field):
         translator.translate(["a"], SearchOptions(**{field: value}))
 
 

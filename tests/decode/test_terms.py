@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+from aiayn.errors import ConfigError
 from aiayn.text import protect
 from aiayn.text.glossary import Glossary
 
@@ -71,17 +72,22 @@ def test_below_the_minimum_confidence_the_source_comes_back_flagged(translator):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"min_confidence": 1.5}, "min_confidence = 1.5: expected a number from 0 to 1"),
+        ({"min_confidence": 1.5}, "min_confidence must be a number from 0 to 1"),
         ({"min_confidence": float("nan")}, "min_confidence"),
-        ({"protect_patterns": ("(unclosed",)}, "does not compile"),
-        ({"protect_patterns": ["x"]}, "tuple of regexes"),
-        ({"protect": "yes"}, "expected true or false"),
+        ({"protect_patterns": ["x"]}, "tuple of non-empty strings"),
+        ({"protect": "yes"}, "must be true or false"),
         ({"glossary": {"dog": "Hund"}}, "Glossary"),
     ],
 )
 def test_bad_term_options_are_one_line(changes, message):
-    with pytest.raises(TranslationError, match=message.replace("(", r"\(")) as e:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")) as e:
         SearchOptions(**changes)
+    assert "\n" not in str(e.value)
+
+
+def test_a_pattern_that_does_not_compile_is_one_line(translator):
+    with pytest.raises(TranslationError, match="does not compile") as e:
+        translator.translate(["the dog"], SearchOptions(protect_patterns=("(unclosed",)))
     assert "\n" not in str(e.value)
 
 

@@ -50,8 +50,12 @@ def test_a_user_pattern_and_no_protect(trained_model_dir, tmp_path, capsys):
 @pytest.mark.parametrize(
     "options, content, message",
     [
-        (["--min-confidence", "1.5"], None, "--min-confidence: 1.5 is out of range"),
-        (["--min-confidence", "x"], None, "--min-confidence: expected a number"),
+        (
+            ["--min-confidence", "1.5"],
+            None,
+            "--min-confidence: must be a number from 0 to 1, got 1.5",
+        ),
+        (["--min-confidence", "x"], None, "--min-confidence: must be a number"),
         (["--protect", "(ab"], None, "protect pattern '(ab' does not compile"),
         (["--glossary", "{dir}/empty.tsv"], None, "empty.tsv: no terms"),
         (["--glossary", "{dir}/bad.tsv"], None, "bad.tsv: line 1: expected"),

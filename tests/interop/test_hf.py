@@ -58,7 +58,7 @@ def test_greedy_and_beam_search_equal_aiayns(exported, trained_model_dir, source
     hf = transformers.MarianMTModel.from_pretrained(exported).eval()
     ours = Translator.from_dir(trained_model_dir)
     ids, _ = sources
-    found = ours.translate_ids(ids, SearchOptions(beam=beams, alpha=None))
+    found = ours.translate_ids(ids, SearchOptions(beam=beams, alpha=0.0))
     for source, [hypothesis] in zip(ids, found, strict=True):
         assert hypothesis.tokens == _generate(hf, source, beams), source
     assert any(len(h[0].tokens) > 2 for h in found)

@@ -216,7 +216,7 @@ def test_greedy_and_beam_search_equal_hugging_faces_generate(marian, beams):
     sources = [
         WORDS[torch.randint(0, len(WORDS), (n,), generator=g)].tolist() for n in range(3, 12)
     ]
-    options = SearchOptions(beam=beams, alpha=None)
+    options = SearchOptions(beam=beams, alpha=0.0)
     found = translator.translate_ids(sources, options)
     lengths = set()
     for ids, [ours] in zip(sources, found, strict=True):

@@ -26,11 +26,16 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 def client(en_de):
     from fastapi.testclient import TestClient
 
+    from aiayn.search_options import SearchOptions
     from aiayn.serve.app import create_app
     from aiayn.serve.common import ServeSettings
 
     settings = ServeSettings(
-        models=(str(en_de),), workers=1, beam=2, char_limit=20_000, file_max_parts=3
+        models=(str(en_de),),
+        workers=1,
+        decode=SearchOptions(beam=2),
+        char_limit=20_000,
+        file_max_parts=3,
     )
     with TestClient(create_app(settings)) as client:
         yield client

@@ -312,7 +312,7 @@ def _ask_raw(fields: str) -> dict:
 
 OPENAI_CASES = [
     ("seed 2**70", "POST", "/v1/completions", _ask(prompt="to be", seed=2**70), 400,
-     "seed must be 0 to"),
+     "seed must be a whole number from 0 to"),
     ("seed -1", "POST", "/v1/completions", _ask(prompt="to be", seed=-1), 400, "seed"),
     ("seed 1.5", "POST", "/v1/completions", _ask(prompt="to be", seed=1.5), 400, "whole number"),
     ("max_tokens 2.5", "POST", "/v1/completions", _ask(prompt="to", max_tokens=2.5), 400,
@@ -730,7 +730,8 @@ def test_a_generation_whose_time_ran_out_in_the_queue_never_starts():
         ({"timeout": float("nan")}, "timeout"),
         ({"timeout": 0}, "timeout"),
         ({"char_limit": "5000"}, "char_limit"),
-        ({"alpha": float("inf")}, "alpha"),
+        ({"decode": {"beam": 5}}, "decode"),
+        ({"workers": True}, "workers"),
     ],
 )
 def test_settings_refuse_what_no_server_could_answer(change, words):

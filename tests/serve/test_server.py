@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from aiayn.errors import AiaynError
+from aiayn.search_options import SearchOptions
 
 httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
@@ -301,7 +302,8 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
     from aiayn.serve.common import ServeSettings, Service
 
     resolved = resolve_precision("auto", torch.device("cpu"))
-    settings = ServeSettings(models=(str(en_de),), precision="auto", workers=1)
+    auto = SearchOptions(precision="auto")
+    settings = ServeSettings(models=(str(en_de),), decode=auto, workers=1)
     models = _transformers()
     app = create_app(settings)
     assert isinstance(app.state.service, Service)
@@ -314,8 +316,9 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
     assert answer.status_code == 200, answer.text
     expected = expected_translations(en_de, SENTENCES, precision=resolved)
     assert answer.json()["translatedText"] == expected
-    with pytest.raises(AiaynError, match=r"^precision must be fp32, bf16 or auto, got 'fp16'$"):
-        create_app(ServeSettings(models=(str(en_de),), precision="fp16"))
+    refused = r"^SearchOptions.precision must be one of fp32, bf16, auto, got 'fp16'$"
+    with pytest.raises(AiaynError, match=refused):
+        ServeSettings(models=(str(en_de),), decode=SearchOptions(precision="fp16"))
 
 
 def _transformers() -> int:

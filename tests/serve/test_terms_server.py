@@ -4,6 +4,7 @@
 import pytest
 
 from aiayn.errors import AiaynError
+from aiayn.search_options import SearchOptions
 
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
@@ -19,7 +20,8 @@ def client(en_de):
     from aiayn.text.glossary import Glossary
 
     glossary = Glossary.from_pairs([("tree", "ball")])
-    settings = ServeSettings(models=(str(en_de),), workers=1, beam=3, glossary=glossary)
+    decode = SearchOptions(beam=3, glossary=glossary)
+    settings = ServeSettings(models=(str(en_de),), workers=1, decode=decode)
     with TestClient(create_app(settings)) as client:
         yield client
 
@@ -86,7 +88,7 @@ def test_bad_values_are_a_one_line_400(client, body, message):
 def test_bad_server_defaults_are_refused_at_start(en_de):
     from aiayn.serve.common import ServeSettings
 
-    with pytest.raises(AiaynError, match=r"ServeSettings\.min_confidence"):
-        ServeSettings(models=(str(en_de),), min_confidence=-0.1)
+    with pytest.raises(AiaynError, match=r"SearchOptions\.min_confidence"):
+        SearchOptions(min_confidence=-0.1)
     with pytest.raises(AiaynError, match="does not compile"):
-        ServeSettings(models=(str(en_de),), protect_patterns=("[",))
+        ServeSettings(models=(str(en_de),), decode=SearchOptions(protect_patterns=("[",)))

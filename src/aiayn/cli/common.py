@@ -4,12 +4,17 @@ types, output to the terminal, and the training reporter."""
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import os
+import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from aiayn.errors import AiaynError
+from aiayn.checks import Flag, Number, OneOf, Rule, Whole
+from aiayn.errors import AiaynError, ConfigError
+from aiayn.search_options import SearchOptions, Terms, Texts
+from aiayn.text.glossary import read_glossary
 from aiayn.train.metrics import Metric, Row
 
 if TYPE_CHECKING:
@@ -32,156 +37,94 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _bounds(minimum: float | None, maximum: float | None, *, open_max: bool = False) -> str:
-    if minimum is not None and maximum is not None:
-        return f"{minimum:g} to {maximum:g}" + (" (exclusive)" if open_max else "")
-    if minimum is not None:
-        return f"at least {minimum:g}"
-    return f"at most {maximum:g}"
+def argument_type(rule: Rule) -> Callable[[str], Any]:
+    """An argparse type reading a value by ``rule`` (``aiayn.checks``)."""
 
-
-def integer(minimum: int | None = None, maximum: int | None = None):
-    """An argparse type: a whole number in [minimum, maximum]."""
-
-    def parse(text: str) -> int:
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(
-                f"{value} is out of range (allowed: {_bounds(minimum, maximum)})"
-            )
-        return value
+            return rule.parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
 
-    parse.__name__ = "integer"
+    parse.__name__ = "integer" if isinstance(rule, Whole) else "number"
     return parse
 
 
-def number(minimum: float | None = None, maximum: float | None = None, *, below_max=False):
+def integer(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], Any]:
+    """An argparse type: a whole number in [minimum, maximum]."""
+    return argument_type(Whole(minimum, maximum))
+
+
+def number(
+    minimum: float | None = None, maximum: float | None = None, *, below_max: bool = False
+) -> Callable[[str], Any]:
     """An argparse type: a finite number in [minimum, maximum] ([minimum, maximum) with
     ``below_max``)."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        too_low = minimum is not None and value < minimum
-        too_high = maximum is not None and (value >= maximum if below_max else value > maximum)
-        if not math.isfinite(value) or too_low or too_high:
-            allowed = _bounds(minimum, maximum, open_max=below_max)
-            raise argparse.ArgumentTypeError(f"{text} is out of range (allowed: {allowed})")
-        return value
-
-    parse.__name__ = "number"
-    return parse
+    return argument_type(Number(minimum, maximum, below=below_max))
 
 
 # More CPU threads than this is a mistake (PyTorch crashes creating 100,000 of them).
 MAX_THREADS = max(256, 4 * (os.cpu_count() or 1))
 
-STOPPING_RULES = ["exact", "beams", "heuristic"]  # aiayn.decode.beam.STOPPING, without torch
 
-
-def add_search_options(parser: argparse.ArgumentParser) -> None:
-    """The decoding options ``aiayn translate`` and ``aiayn serve`` share, with the same
-    defaults: beam search as the Multi30k recipe runs it (§6.1), fp32, on the CPU."""
-    parser.add_argument(
-        "--beam", type=integer(minimum=1), default=5, help="beam size; 1 is greedy (default 5)"
-    )
-    parser.add_argument(
-        "--alpha", type=number(minimum=0.0), default=0.6, help="length penalty α (0: none)"
-    )
-    parser.add_argument(
-        "--stopping",
-        choices=STOPPING_RULES,
-        default="exact",
-        help="when beam search ends a sentence: exact (no live beam can still win), beams "
-        "(beam-size hypotheses finished: fairseq, CTranslate2) or heuristic (the best live "
-        "beam scored at its current length: Hugging Face); beams and heuristic are faster "
-        "(default exact)",
-    )
-    parser.add_argument(
-        "--batch-tokens",
-        type=integer(minimum=1),
-        default=4096,
-        help="padded source tokens decoded together at most",
-    )
-    parser.add_argument(
-        "--precision",
-        choices=["fp32", "bf16", "auto"],
-        default="fp32",
-        help="bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or "
-        "AMX, emulated and far slower on others); auto: bf16 where the hardware has it",
-    )
+def add_search_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """The decoding options of ``command`` (translate, serve), one per field of
+    ``SearchOptions`` that the command offers, with its default and help text; and
+    ``--device``."""
+    for field in dataclasses.fields(SearchOptions):
+        if command not in field.metadata["commands"]:
+            continue
+        rule, default, metavar = field.metadata["rule"], field.default, field.metadata["metavar"]
+        flag = field.metadata["flag"] or "--" + field.name.replace("_", "-")
+        shown = f"{field.metadata['help']} (default: {_shown(default)})".replace("%", "%%")
+        if isinstance(rule, Flag) and flag.startswith("--no-"):
+            shown = "turn off: " + field.metadata["help"].replace("%", "%%")
+        if isinstance(rule, Flag):
+            action: Any = "store_false" if flag.startswith("--no-") else "store_true"
+            if flag == "--" + field.name.replace("_", "-"):
+                action = argparse.BooleanOptionalAction
+            kinds: dict[str, Any] = {"action": action}
+        elif isinstance(rule, OneOf):
+            kinds = {"choices": rule.choices}
+        elif isinstance(rule, Texts):
+            kinds, default = {"action": "append", "metavar": metavar}, []
+        elif isinstance(rule, Terms):
+            kinds = {"metavar": metavar}  # a file, read by search_options
+        else:
+            kinds = {"type": argument_type(rule), "metavar": metavar}
+        parser.add_argument(flag, dest=field.name, default=default, help=shown, **kinds)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
-    parser.add_argument(
-        "--text",
-        choices=["natural", "raw"],
-        default="natural",
-        help="natural: inputs prepared as the model's training text was (its tokenizer.json: "
-        "Moses steps, lowercasing) and outputs restored to natural text; raw: text to and "
-        "from the subword model untouched, one sentence a line (research: tokenised scoring)",
-    )
-    parser.add_argument(
-        "--split-sentences",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="natural text: translate each sentence of a line (or request) on its own, "
-        "joined back with the line's spacing (default: on)",
-    )
-    add_term_options(parser)
 
 
-def add_term_options(parser: argparse.ArgumentParser) -> None:
-    """Protected spans, glossary and minimum confidence (``aiayn translate`` and ``aiayn
-    serve``, where they are the requests' defaults)."""
-    parser.add_argument(
-        "--no-protect",
-        dest="protect",
-        action="store_false",
-        help="natural text: translate placeholders ({{x}}, {x}, %%s, %%(name)s, $VAR, ${x}), "
-        "inline code, URLs and e-mail addresses like any text (default: kept verbatim)",
-    )
-    parser.add_argument(
-        "--protect",
-        dest="protect_patterns",
-        metavar="REGEX",
-        action="append",
-        default=[],
-        help="also keep verbatim what this regular expression matches (repeatable)",
-    )
-    parser.add_argument(
-        "--glossary",
-        metavar="FILE",
-        help="TSV, one 'source term<TAB>target term' a line: the target term is imposed where "
-        "the source term occurs (whole words, any case; see docs/how-to/glossary.md)",
-    )
-    parser.add_argument(
-        "--min-confidence",
-        type=number(minimum=0.0, maximum=1.0),
-        default=0.0,
-        metavar="X",
-        help="a line translated with a confidence below X (0 to 1) is given back as its "
-        "source, flagged (default 0: every translation kept)",
-    )
+def _shown(default: object) -> str:
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    return "none" if default in (None, ()) else str(default)
 
 
-def term_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``SearchOptions`` fields of ``add_term_options``' options, the glossary read.
+def search_options(args: argparse.Namespace, **changes: Any) -> SearchOptions:
+    """The ``SearchOptions`` the command line asks for (fields a command does not offer
+    keep their defaults; a glossary file is read), with ``changes`` made.
 
     Raises:
+        UsageError: options that do not fit together (``--nbest`` above ``--beam``).
         GlossaryError: the glossary file cannot be used (one line).
     """
-    from aiayn.text.glossary import read_glossary
-
-    return {
-        "protect": args.protect,
-        "protect_patterns": tuple(args.protect_patterns),
-        "glossary": read_glossary(args.glossary) if args.glossary else None,
-        "min_confidence": args.min_confidence,
-    }
+    given: dict[str, Any] = {}
+    for field in dataclasses.fields(SearchOptions):
+        offered = field.metadata["commands"] and hasattr(args, field.name)
+        if offered and field.name not in changes:
+            value = getattr(args, field.name)
+            if isinstance(field.metadata["rule"], Texts):
+                value = tuple(value)
+            elif isinstance(field.metadata["rule"], Terms) and value is not None:
+                value = read_glossary(value)
+            given[field.name] = value
+    try:
+        return SearchOptions(**given, **changes)
+    except ConfigError as e:
+        flag = re.sub(r"SearchOptions\.(\w+)", lambda m: "--" + m[1].replace("_", "-"), str(e))
+        raise UsageError(flag) from None
 
 
 def search_precision(requested: str, device: torch.device) -> str:

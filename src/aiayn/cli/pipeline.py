@@ -78,7 +78,7 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
     p = recipe.pipeline
     pair = f"{p.src_lang}→{p.tgt_lang}"
     lines = [
-        f"## {p.dataset} {pair}, beam {p.beam}, α {result.alpha}"
+        f"## {p.dataset} {pair}, beam {p.decode.beam}, α {result.alpha}"
         + (" (chosen on the validation set)" if result.alpha_scores else ""),
         "",
     ]

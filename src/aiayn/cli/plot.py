@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from aiayn.cli.common import UsageError, integer, log
+from aiayn.search_options import SearchOptions
 
 
 def add_parsers(sub) -> None:
@@ -24,7 +25,10 @@ def add_parsers(sub) -> None:
     att.add_argument("--layers", help="comma-separated 1-based layers (default: all)")
     att.add_argument("--heads", help="comma-separated 1-based heads (default: all)")
     att.add_argument(
-        "--beam", type=integer(minimum=1), default=5, help="beam size when translating --src"
+        "--beam",
+        type=integer(minimum=1),
+        default=SearchOptions().beam,
+        help="beam size when translating --src",
     )
     att.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
     att.set_defaults(handler=run_attention)
@@ -59,7 +63,7 @@ def _check_output(output: str) -> Path:
 
 
 def run_attention(args: argparse.Namespace) -> int:
-    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.decode.translator import Translator
     from aiayn.viz import attention_figure, save_figure, translation_attention
 
     output = _check_output(args.output)
@@ -71,7 +75,7 @@ def run_attention(args: argparse.Namespace) -> int:
     if args.tgt is not None:
         tgt_ids = translator.tgt_tokenizer.encode([args.tgt.strip()])[0]
     else:
-        options = SearchOptions(beam=args.beam)
+        options = SearchOptions(beam=args.beam)  # the others: the library's defaults
         translator.check(options)
         [[best]] = translator.translate_ids([src_ids], options)
         tgt_ids = best.tokens

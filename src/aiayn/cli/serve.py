@@ -14,8 +14,8 @@ from aiayn.cli.common import (
     integer,
     log,
     number,
+    search_options,
     search_precision,
-    term_options,
 )
 
 
@@ -32,7 +32,7 @@ def add_parsers(sub) -> None:
     )
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=integer(minimum=0, maximum=65535), default=5000)
-    add_search_options(s)
+    add_search_options(s, "serve")
     s.add_argument(
         "--max-wait-ms",
         type=number(minimum=0.0, maximum=10_000.0),
@@ -135,14 +135,7 @@ def run(args: argparse.Namespace) -> int:
         device=str(device),
         workers=workers,
         threads=threads,
-        beam=args.beam,
-        alpha=args.alpha,
-        precision=search_precision(args.precision, device),
-        stopping=args.stopping,
-        text=args.text,
-        split_sentences=args.split_sentences,
-        **term_options(args),
-        batch_tokens=args.batch_tokens,
+        decode=search_options(args, precision=search_precision(args.precision, device)),
         max_wait_ms=args.max_wait_ms,
         queue_size=args.queue_size,
         timeout=args.timeout,

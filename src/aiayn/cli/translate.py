@@ -10,6 +10,7 @@ import select
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, get_args
 
@@ -19,8 +20,8 @@ from aiayn.cli.common import (
     add_search_options,
     integer,
     log,
+    search_options,
     search_precision,
-    term_options,
 )
 from aiayn.config import BleuTokenize
 from aiayn.text.documents import FORMATS as DOCUMENTS
@@ -37,26 +38,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--model", required=True, help="model directory (e.g. RUN/average or RUN/best)")
     t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
     t.add_argument("--output", "-o", help="output file (default: stdout)")
-    add_search_options(t)
-    t.add_argument(
-        "--nbest",
-        type=integer(minimum=1),
-        default=1,
-        help="hypotheses per line; above 1, lines are 'N ||| text ||| score'",
-    )
-    t.add_argument(
-        "--max-len-b",
-        type=integer(minimum=0),
-        default=50,
-        help="outputs have at most source length + this many tokens (§6.1)",
-    )
-    t.add_argument(
-        "--max-src-len",
-        type=integer(minimum=2),
-        default=1024,
-        help="inputs longer than this many subwords (EOS included) are truncated or refused",
-    )
-    t.add_argument("--on-long", choices=["truncate", "error"], default="truncate")
+    add_search_options(t, "translate")
     t.add_argument(
         "--target-token",
         metavar="TOKEN",
@@ -159,32 +141,18 @@ def run_translate(args: argparse.Namespace) -> int:
 
     from aiayn.data import read_lines
     from aiayn.data.corpus import decode_lines
-    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.decode.translator import Translator
     from aiayn.runtime import select_device
 
-    if args.nbest > args.beam:
-        raise UsageError(f"--nbest {args.nbest} is larger than --beam {args.beam}")
+    # options that do not fit together, and the glossary, before any work
+    options = search_options(args, format="html" if args.format == "html" else "text")
     _check_writable(args.output)
     device = select_device(args.device)
     references = list(read_lines(args.ref)) if args.ref else None
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     translator = Translator.from_dir(args.model, device=str(device), profile=args.profile)
-    options = SearchOptions(
-        beam=args.beam,
-        alpha=args.alpha or None,
-        nbest=args.nbest,
-        max_len_b=args.max_len_b,
-        batch_tokens=args.batch_tokens,
-        max_src_len=args.max_src_len,
-        on_long=args.on_long,
-        precision=search_precision(args.precision, device),
-        stopping=args.stopping,
-        text=args.text,
-        split_sentences=args.split_sentences,
-        format="html" if args.format == "html" else "text",
-        **term_options(args),
-    )
+    options = replace(options, precision=search_precision(args.precision, device))
     translator.check(options)
     document = _document_format(args.format, args.input)
     if document is not None:

@@ -22,17 +22,9 @@ from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
 from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
 from aiayn.decode.stepper import StepDecoder
+from aiayn.search_options import STOPPING
 
 NEG_INF = float("-inf")
-
-STOPPING = {  # when a sentence's search ends, besides its maximum length
-    "exact": "no live beam can still beat the n-th best finished hypothesis, at any length "
-    "up to the maximum",
-    "beams": "K hypotheses have finished (fairseq's and CTranslate2's rule; Hugging Face's "
-    "early_stopping=True)",
-    "heuristic": "the best live beam, scored at its current length, cannot beat the n-th best "
-    "finished hypothesis (Hugging Face's default, early_stopping=False)",
-}
 
 
 @dataclass(frozen=True)

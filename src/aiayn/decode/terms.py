@@ -185,29 +185,11 @@ def render_documents(
     return results
 
 
-def check_terms(
-    min_confidence: object, protect: object, patterns: object, glossary: object
-) -> str | None:
-    """What is wrong with these search options, in one line; None when nothing is."""
-    low = min_confidence
-    if (
-        isinstance(low, bool)
-        or not isinstance(low, int | float)
-        or not math.isfinite(low)
-        or not 0 <= low <= 1
-    ):
-        return f"SearchOptions.min_confidence = {low!r}: expected a number from 0 to 1"
-    if not isinstance(protect, bool):
-        return f"SearchOptions.protect = {protect!r}: expected true or false"
-    if not isinstance(patterns, tuple):
-        return "SearchOptions.protect_patterns: expected a tuple of regexes"
+def pattern_problem(patterns: tuple[str, ...]) -> str | None:
+    """What is wrong with a user's protect patterns (one that does not compile), in one
+    line; None when nothing is. ``SearchOptions`` checks the rest of its fields itself."""
     try:
         compile_patterns(patterns)
     except ProtectError as e:
         return str(e)
-    if glossary is not None and not isinstance(glossary, Glossary):
-        return (
-            "SearchOptions.glossary: expected an aiayn.text.glossary.Glossary "
-            "(read_glossary(path) or Glossary.from_pairs(pairs))"
-        )
     return None

@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 import torch
 
 from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
-from aiayn.decode.beam import STOPPING
 from aiayn.decode.constrained import Constraints
 from aiayn.decode.search import length_batches, pad, search
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.decode.terms import (
     Translation,
-    check_terms,
     constraints_of,
     join,
     keep_confident,
@@ -30,104 +25,21 @@ from aiayn.decode.terms import (
 )
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
+from aiayn.runtime import resolve_precision
+from aiayn.search_options import SearchOptions
 from aiayn.store import load_model
 from aiayn.text.documents import Limits, translate_document
 from aiayn.text.documents.base import DEFAULT_LIMITS
-from aiayn.text.glossary import Glossary
 from aiayn.text.html import HtmlError, HtmlText
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
 from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
-
-TextMode = Literal["natural", "raw"]
-TextFormat = Literal["text", "html"]
 
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
 class TranslationError(AiaynError, ValueError):
     """Input that cannot be translated under the chosen options (e.g. an over-long line)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SearchOptions:
-    """How ``Translator.translate`` searches: beam width (1 is greedy search), length
-    penalty, n-best, output length, batching, precision and the beam search's stopping
-    rule. The defaults are the paper's decoding (§6.1: beam search, α 0.6, up to the source
-    length + 50)."""
-
-    beam: int = 5  # 1: greedy
-    alpha: float | None = 0.6  # length penalty (§6.1)
-    nbest: int = 1
-    max_len_b: int = 50  # output length <= source length + max_len_b (§6.1)
-    batch_tokens: int = 4096  # source tokens per batch (padded)
-    max_src_len: int = 1024  # longer inputs are truncated (or refused)
-    on_long: Literal["truncate", "error"] = "truncate"
-    precision: Precision = "fp32"  # bf16: the large linear maps multiply in bfloat16
-    stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
-    # how text meets the model (Translator.translate):
-    text: TextMode = "natural"  # raw: each line to the subword model as it is (research)
-    split_sentences: bool = True  # natural: translate a line's sentences one by one
-    format: TextFormat = "text"  # html: each line is an HTML document (aiayn.text.html)
-    # natural text: placeholders, inline code, URLs, e-mails kept verbatim (aiayn.text.protect)
-    protect: bool = True
-    protect_patterns: tuple[str, ...] = ()  # the user's own regexes, protected too
-    glossary: Glossary | None = None  # target terms imposed for source terms (natural text)
-    min_confidence: float = 0.0  # a line translated with less: its source given back, flagged
-
-    def __post_init__(self) -> None:
-        """Refuse values the search cannot use, as the command line's options do.
-
-        Raises:
-            TranslationError: naming the field, its value and what is allowed.
-        """
-        for name, minimum in (
-            ("beam", 1),
-            ("nbest", 1),
-            ("max_len_b", 0),
-            ("batch_tokens", 1),
-            ("max_src_len", 2),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise TranslationError(
-                    f"SearchOptions.{name} = {value!r}: expected a whole number of at least "
-                    f"{minimum}"
-                )
-        if self.beam > MAX_BEAM:
-            raise TranslationError(f"SearchOptions.beam = {self.beam}: at most {MAX_BEAM}")
-        if self.nbest > self.beam:
-            raise TranslationError(
-                f"SearchOptions.nbest = {self.nbest} is larger than beam = {self.beam}"
-            )
-        alpha = self.alpha
-        if alpha is not None and (
-            isinstance(alpha, bool)
-            or not isinstance(alpha, int | float)
-            or not math.isfinite(alpha)
-            or alpha < 0
-        ):
-            raise TranslationError(
-                f"SearchOptions.alpha = {alpha!r}: expected None or a finite number >= 0"
-            )
-        problem = check_terms(
-            self.min_confidence, self.protect, self.protect_patterns, self.glossary
-        )
-        if problem:
-            raise TranslationError(problem)
-        for name, allowed in (
-            ("on_long", ("truncate", "error")),
-            ("precision", get_args(Precision)),
-            ("stopping", tuple(STOPPING)),
-        ):
-            if getattr(self, name) not in allowed:
-                raise TranslationError(
-                    f"SearchOptions.{name} = {getattr(self, name)!r}: expected one of "
-                    f"{', '.join(allowed)}"
-                )
-
-
-MAX_BEAM = 1024  # a larger beam is a mistake (its memory grows with beam × vocabulary)
 
 
 class Translator:
@@ -256,7 +168,6 @@ class Translator:
         """
         _check_lines(lines)
         _check_options(options)
-        _check_text_options(options)
         if options.text == "raw":
             found = self._translate_texts(
                 [line.strip() for line in lines], options, warn, target_token
@@ -388,7 +299,8 @@ class Translator:
         todo = [i for i, row in enumerate(sources) if len(row)]
         held = [i for i in todo if constraints is not None and constraints[i]]
         lengths = [len(row) + 1 for row in sources]
-        stepper = self._stepper(options.precision)
+        precision = resolve_precision(options.precision, self.device)  # auto: by the device
+        stepper = self._stepper(precision)  # type: ignore[arg-type]
         for group, terms in ((sorted(set(todo) - set(held)), None), (held, constraints)):
             for batch in length_batches(group, lengths, options.batch_tokens):
                 eos, padding = self.model.specials.eos, self.model.specials.pad
@@ -417,11 +329,6 @@ class Translator:
         """The model's stepper in ``precision``, kept until the parameters are replaced or
         moved, or ``weights_changed`` is called (a fast stepper packs them once:
         ``aiayn.accel.packed``)."""
-        if precision not in get_args(Precision):
-            raise TranslationError(
-                f"precision {precision!r} is not one of {', '.join(get_args(Precision))} "
-                "(aiayn.runtime.resolve_precision turns auto into one for a device)"
-            )
         weights = tuple((id(p), p.data_ptr()) for p in self.model.parameters())  # replaced?
         kept = self._steppers.get(precision)
         if kept is None or kept[0] != weights:
@@ -451,17 +358,6 @@ class Translator:
 
     def _translation(self, tokens: list[int], score: float, sure: float) -> Translation:
         return Translation(self.tgt_tokenizer.decode(tokens), score, tokens, sure)
-
-
-def _check_text_options(options: SearchOptions) -> None:
-    if options.text not in get_args(TextMode):
-        raise TranslationError(f"text {options.text!r} is not one of natural, raw")
-    if options.format not in get_args(TextFormat):
-        raise TranslationError(f"format {options.format!r} is not one of text, html")
-    if options.format == "html" and options.text == "raw":
-        raise TranslationError(
-            "format html reads natural text out of the markup: it needs text natural, not raw"
-        )
 
 
 @torch.inference_mode()

@@ -94,7 +94,7 @@ def run_pipeline(
             reporter=reporter or LoggingReporter(),
             resources=resources,
             release_memory=release_memory,
-            alpha=recipe.pipeline.alpha,
+            alpha=recipe.pipeline.decode.alpha,
             command=command,
         )
         for stage in stages:

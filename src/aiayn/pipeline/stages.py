@@ -251,15 +251,8 @@ def load_model(job: Job) -> None:
 
 
 def search_options(p: PipelineConfig, alpha: float) -> SearchOptions:
-    """Test sets are translated line by line as they are (``text="raw"``): scores on
-    tokenised text compare the model's own tokens with the references'."""
-    return SearchOptions(
-        beam=p.beam,
-        alpha=alpha or None,
-        max_len_b=p.max_len_b,
-        batch_tokens=p.batch_tokens,
-        text="raw",
-    )
+    """The recipe's decoding (``PipelineConfig.decode``) with the length penalty ``alpha``."""
+    return dataclasses.replace(p.decode, alpha=alpha)
 
 
 def tune_alpha(job: Job) -> None:
@@ -320,7 +313,7 @@ def write_card(job: Job) -> None:
     model directory is written)."""
     checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
     scores = [
-        Score(t.split, name, value, signature, f"beam {job.p.beam}, α {job.alpha}")
+        Score(t.split, name, value, signature, f"beam {job.p.decode.beam}, α {job.alpha}")
         for t in job.tests
         for name, value, signature in (
             ("BLEU", t.bleu, t.bleu_signature),

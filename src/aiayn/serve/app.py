@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from aiayn.errors import AiaynError
+from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings, Service, with_resolved_precision
 from aiayn.serve.libretranslate import LibreTranslate
 from aiayn.serve.limits import BodyLimit, body_limit
@@ -109,6 +110,10 @@ def _install_error_handlers(app: FastAPI, service: Service) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, e: ApiError) -> JSONResponse:
         return body(e.status, str(e), e.code)
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(_request: Request, e: BadRequest) -> JSONResponse:
+        return body(400, str(e))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, e: RequestValidationError) -> JSONResponse:

@@ -11,11 +11,12 @@ Imports nothing from the rest of ``serve``, so every route module may use it.
 from __future__ import annotations
 
 import json
-import math
 import unicodedata
 from typing import Any
 
+from aiayn.checks import Flag, Number, OneOf, Rule, Whole
 from aiayn.errors import AiaynError
+from aiayn.search_options import Texts
 
 MAX_JSON_DEPTH = 32  # nesting a request body may have; deeper is refused before parsing
 MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes at most this
@@ -67,6 +68,31 @@ def json_depth(text: str) -> int:
     return deepest
 
 
+def value(
+    values: dict[str, Any], name: str, rule: Rule, default: Any = None, *, strict: bool = False
+) -> Any:
+    """``values[name]`` by ``rule`` (``aiayn.checks``), ``default`` when absent: a form's
+    or query string's text is parsed (``"3"``, ``"false"``; not when ``strict``: an API
+    typed as JSON), a JSON value checked as it is (a whole JSON ``3.0`` counts as 3).
+
+    Raises:
+        BadRequest: naming the field and what it must be.
+    """
+    found = values.get(name)
+    if found is None or (found == "" and not strict and not isinstance(rule, Flag)):
+        return default
+    if isinstance(found, float) and isinstance(rule, Whole) and found.is_integer():
+        found = int(found)
+    try:
+        if isinstance(found, str) and not strict and not isinstance(rule, OneOf | Texts):
+            return rule.parse(found)
+    except ValueError as e:
+        raise BadRequest(f"Invalid request: {name} {e}") from None
+    if problem := rule.problem(found):
+        raise BadRequest(f"Invalid request: {name} {problem}")
+    return found
+
+
 def whole_number(
     values: dict[str, Any],
     name: str,
@@ -77,25 +103,9 @@ def whole_number(
     strict: bool = False,
 ) -> int:
     """``values[name]`` as a whole number in [minimum, maximum] (``default`` when absent);
-    a form's or query's ``"3"`` counts (unless ``strict``: an API typed as JSON), ``1.9``,
-    ``true`` and ``Infinity`` do not."""
-    value = values.get(name)
-    if value is None or (value == "" and not strict):
-        return default
-    if isinstance(value, str) and not strict:
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise BadRequest(
-                f"Invalid request: {name} must be a whole number, got {value!r}"
-            ) from None
-    elif isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"Invalid request: {name} must be a whole number, got {value!r}")
-    if not minimum <= value <= maximum:
-        raise BadRequest(f"Invalid request: {name} must be {minimum} to {maximum}, got {value}")
-    return value
+    a form's or query's ``"3"`` counts (unless ``strict``), ``1.9``, ``true`` and
+    ``Infinity`` do not."""
+    return value(values, name, Whole(minimum, maximum), default, strict=strict)
 
 
 def finite_number(
@@ -109,25 +119,7 @@ def finite_number(
 ) -> float:
     """``values[name]`` as a finite number in [minimum, maximum] (``default`` when absent);
     a form's ``"0.5"`` counts unless ``strict``."""
-    value = values.get(name)
-    if value is None or (value == "" and not strict):
-        return default
-    if isinstance(value, str) and not strict:
-        try:
-            value = float(value)
-        except ValueError:
-            raise BadRequest(f"Invalid request: {name} must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadRequest(f"Invalid request: {name} must be a number, got {value!r}")
-    if not math.isfinite(value) or not minimum <= value <= maximum:
-        raise BadRequest(
-            f"Invalid request: {name} must be a number from {minimum:g} to {maximum:g}, "
-            f"got {value!r}"
-        )
-    return float(value)
-
-
-TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
+    return float(value(values, name, Number(minimum, maximum), default, strict=strict))
 
 
 def boolean(
@@ -135,14 +127,7 @@ def boolean(
 ) -> bool:
     """``values[name]`` as a boolean: JSON's true/false, or (unless ``strict``) a form's
     ``"true"``/``"false"``."""
-    value = values.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and not strict and value.strip().lower() in TRUE + FALSE:
-        return value.strip().lower() in TRUE
-    raise BadRequest(f"Invalid request: {name} must be true or false, got {value!r}")
+    return value(values, name, Flag(), default, strict=strict)
 
 
 def text(value: Any, name: str) -> str:

@@ -4,43 +4,32 @@ implements. The app and the API modules import this module; it imports none of t
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, get_args, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from fastapi import FastAPI, Request
 
-from aiayn.decode.stepper import Precision
-from aiayn.decode.terms import check_terms
-from aiayn.errors import AiaynError
+from aiayn.checks import Number, Rule, Whole, check
+from aiayn.decode.terms import pattern_problem
+from aiayn.errors import AiaynError, ConfigError
 from aiayn.runtime import resolve_precision
+from aiayn.search_options import SearchOptions
 from aiayn.serve.checks import BadRequest, optional_key, parse_json
-from aiayn.text.glossary import Glossary
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServeSettings:
     # model directories: translation models (one per language pair) or one language model
     models: tuple[str, ...]
-    beam: int = 5
-    alpha: float = 0.6
-    max_len_b: int = 50
-    precision: str = "fp32"
-    stopping: str = "exact"  # when beam search ends a sentence (aiayn.decode.beam.STOPPING)
-    text: str = "natural"  # natural or raw (SearchOptions.text)
-    split_sentences: bool = True  # natural text: a request's sentences translated one by one
-    # the requests' defaults (aiayn.serve.terms): protected spans, glossary, minimum confidence
-    protect: bool = True
-    protect_patterns: tuple[str, ...] = ()
-    glossary: Glossary | None = None
-    min_confidence: float = 0.0
+    # how translations are decoded; a request may change the fields that name a request
+    # parameter (aiayn.serve.terms.requested_options)
+    decode: SearchOptions = field(default_factory=SearchOptions)
     profile: str | None = None  # a name in aiayn.accel.PROFILES; None: the default
     device: str = "cpu"
     workers: int = 1  # batches decoded side by side, per model (processes for a translator)
     threads: int = 1  # threads of each worker
-    batch_tokens: int = 4096  # source tokens decoded together at most
     max_wait_ms: float = 25.0  # how long a batch may wait for more requests
     queue_size: int = 256  # requests waiting at most; more get 429
     timeout: float = 60.0  # seconds a request may take, queue included; more gets 503
@@ -62,41 +51,22 @@ class ServeSettings:
         the same way).
 
         Raises:
-            AiaynError: naming the field and what it must be.
+            ConfigError: naming the field and what it must be.
         """
-        for name in (
-            *("workers", "threads", "batch_tokens", "queue_size", "char_limit", "beam"),
-            *("file_max_bytes", "file_max_parts", "file_max_texts"),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AiaynError(f"ServeSettings.{name} must be a whole number >= 1, got {value!r}")
-        for name in ("max_alternatives", "max_len_b", "max_tokens_limit"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise AiaynError(f"ServeSettings.{name} must be a whole number >= 0, got {value!r}")
-        for name, low in (
-            ("timeout", 0.0),
-            ("max_wait_ms", 0.0),
-            ("alpha", 0.0),
-            ("files_expire_s", 0.0),
-        ):
-            value = getattr(self, name)
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            if (
-                not number
-                or not math.isfinite(value)
-                or value < low
-                or (name in ("timeout", "files_expire_s") and value == 0)
-            ):
-                raise AiaynError(
-                    f"ServeSettings.{name} must be a finite number >= 0, got {value!r}"
-                )
-        problem = check_terms(
-            self.min_confidence, self.protect, self.protect_patterns, self.glossary
-        )
-        if problem:
-            raise AiaynError(problem.replace("SearchOptions.", "ServeSettings."))
+        if not isinstance(self.decode, SearchOptions):
+            raise ConfigError(f"ServeSettings.decode must be a SearchOptions, got {self.decode!r}")
+        check(self, SETTINGS_RULES, ConfigError, "ServeSettings.")
+        if problem := pattern_problem(self.decode.protect_patterns):
+            raise ConfigError(f"ServeSettings.decode: {problem}")
+
+
+SETTINGS_RULES: dict[str, Rule] = {
+    **dict.fromkeys(("workers", "threads", "queue_size", "char_limit"), Whole(1)),
+    **dict.fromkeys(("file_max_bytes", "file_max_parts", "file_max_texts"), Whole(1)),
+    **dict.fromkeys(("max_alternatives", "max_tokens_limit"), Whole(0)),
+    **dict.fromkeys(("timeout", "files_expire_s"), Number(0.0, above=True)),
+    "max_wait_ms": Number(0.0),
+}
 
 
 class ApiError(AiaynError):
@@ -151,12 +121,9 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
 
 
 def with_resolved_precision(settings: ServeSettings) -> ServeSettings:
-    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does),
-    refusing at start a precision no request could be decoded in."""
-    precision = resolve_precision(settings.precision, torch.device(settings.device))
-    if precision not in get_args(Precision):
-        raise AiaynError(f"precision must be fp32, bf16 or auto, got {settings.precision!r}")
-    return replace(settings, precision=precision)
+    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does)."""
+    precision = resolve_precision(settings.decode.precision, torch.device(settings.device))
+    return replace(settings, decode=replace(settings.decode, precision=precision))
 
 
 async def request_values(request: Request) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from aiayn.serve.files import (
 from aiayn.serve.limits import read_upload
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
-from aiayn.serve.terms import answer_fields, term_fields
+from aiayn.serve.terms import answer_fields, requested_options
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
@@ -123,7 +123,7 @@ class LibreTranslate:
         for (model, source, target, tokenizer), group in zip(found, decoders, strict=True):
             engine = TranslationEngine(
                 group,
-                batch_tokens=settings.batch_tokens,
+                batch_tokens=settings.decode.batch_tokens,
                 max_wait_ms=settings.max_wait_ms,
                 queue_size=settings.queue_size,
             )
@@ -360,7 +360,7 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             raise ApiError(400, "Invalid request: empty file")
         document = document_format(filename)
         source, target = str(values["source"]), str(values["target"])
-        options = _options(settings, 1, values)
+        options = _options(settings, values, 0)
         if document is None:
             text = _file_text(
                 await read_upload(upload, 4 * settings.char_limit + 3), settings.char_limit
@@ -408,14 +408,9 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             language, confidence = service.source_of("\n".join(texts), target)
             detected = {"confidence": confidence, "language": language}
         pair, token = service.route(detected["language"] if detected else source, target)
-        text_format = _word(values, "format") or "text"
-        if text_format not in ("text", "html"):
-            raise ApiError(400, f"Invalid request: format must be text or html, got {text_format}")
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
+        options = _options(settings, values, alternatives)
         texts = [t if visible(t) else "" for t in texts]  # zero-width only: nothing to translate
-        options = dataclasses.replace(
-            _options(settings, alternatives + 1, values), format=text_format
-        )
         found = await service.translate(pair, texts, options, token)
         answers = [[h.text for h in hyps] for hyps in found]
         single = isinstance(values["q"], str)
@@ -451,30 +446,12 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         return Response(png, media_type="image/png")
 
 
-def _options(settings: ServeSettings, nbest: int, values: dict[str, Any]) -> SearchOptions:
-    """The search options of a request: the server's settings, with the request's protected
-    spans, glossary and minimum confidence (``aiayn.serve.terms``)."""
-    try:
-        terms = term_fields(
-            values,
-            protect=settings.protect,
-            patterns=settings.protect_patterns,
-            glossary=settings.glossary,
-            min_confidence=settings.min_confidence,
-        )
-    except checks.BadRequest as e:
-        raise ApiError(400, str(e)) from None
-    return SearchOptions(
-        beam=max(settings.beam, nbest),
-        alpha=settings.alpha or None,
-        nbest=nbest,
-        max_len_b=settings.max_len_b,
-        precision=settings.precision,  # type: ignore[arg-type]
-        stopping=settings.stopping,
-        text=settings.text,  # type: ignore[arg-type]
-        split_sentences=settings.split_sentences,
-        **terms,
-    )
+def _options(settings: ServeSettings, values: dict[str, Any], alternatives: int) -> SearchOptions:
+    """The server's decoding options with a request's own (``terms.requested_options``)
+    and its ``alternatives`` (a beam at least as wide as the hypotheses asked for)."""
+    nbest = alternatives + 1
+    base = dataclasses.replace(settings.decode, beam=max(settings.decode.beam, nbest), nbest=nbest)
+    return requested_options(base, values)
 
 
 def _pair_options(pairs: Iterable[Pair]) -> str:

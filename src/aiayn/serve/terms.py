@@ -1,66 +1,68 @@
-"""A translation request's protected spans, glossary and minimum confidence (the server's
-settings are the defaults), and what its answer adds: each translation's confidence and,
-under a minimum, whether its source was given back.
+"""A translation request's own decoding options (the server's ``ServeSettings.decode`` are
+the defaults; ``SearchOptions`` names the request parameter of each field a request may
+set), and what its answer adds: each translation's confidence and, under a minimum,
+whether its source was given back.
 
-Request fields: ``protect_spans`` (true/false), ``protect`` (a regex or a list of them),
-``glossary`` (an object ``{"source term": "target term"}``, a list of two-item lists, or
-TSV text; its terms join the server's glossary and win where both have a term),
-``min_confidence`` (0 to 1). Answer fields: ``confidence`` (and ``flagged`` when a minimum
-applies), a number (a boolean) per text, as ``translatedText`` is a string or a list.
+Request fields: ``format`` (text or html), ``protect_spans`` (true/false), ``protect`` (a
+regex or a list of them), ``glossary`` (an object ``{"source term": "target term"}``, a list
+of two-item lists, or TSV text; its terms join the server's glossary and win where both have
+a term), ``min_confidence`` (0 to 1). Answer fields: ``confidence`` (and ``flagged`` when a
+minimum applies), a number (a boolean) per text, as ``translatedText`` is a string or a
+list.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from aiayn.decode.terms import Translation, check_terms
+from aiayn.decode.terms import Translation, pattern_problem
+from aiayn.errors import ConfigError
+from aiayn.search_options import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest
 from aiayn.text.glossary import Glossary, GlossaryError
 
 MAX_REQUEST_TERMS = 1_000  # glossary terms and patterns one request may send
-FIELDS = ("protect_spans", "protect", "glossary", "min_confidence")
 
 
-def term_fields(
-    values: dict[str, Any],
-    *,
-    protect: bool,
-    patterns: tuple[str, ...],
-    glossary: Glossary | None,
-    min_confidence: float,
-) -> dict[str, Any]:
-    """The ``SearchOptions`` fields of a request, the server's values where it gives none.
+def requested_options(base: SearchOptions, values: dict[str, Any]) -> SearchOptions:
+    """``base`` (the server's decoding options) with those a request gives: each field
+    that names a request parameter (``aiayn.search_options.option(request=...)``), read
+    by its field's rule; a request's protect patterns and glossary join the server's.
 
     Raises:
-        BadRequest: a field of the wrong type, a pattern that does not compile, an empty
-            or malformed glossary, a minimum outside [0, 1] (one line, naming the field).
+        BadRequest: a value of the wrong type, a pattern that does not compile, an empty
+            or malformed glossary, a number out of range (one line, naming the field).
     """
-    found = {
-        "protect": checks.boolean(values, "protect_spans", protect),
-        "protect_patterns": patterns + _patterns(values.get("protect")),
-        "glossary": _glossary(values.get("glossary"), glossary),
-        "min_confidence": checks.finite_number(
-            values, "min_confidence", min_confidence, minimum=0.0, maximum=1.0
-        ),
-    }
-    problem = check_terms(
-        found["min_confidence"], found["protect"], found["protect_patterns"], found["glossary"]
-    )
-    if problem:
+    changes = {}
+    for field in dataclasses.fields(SearchOptions):
+        name = field.metadata["request"]
+        if name is None or values.get(name) is None:
+            continue
+        if field.name in JOINED:
+            changes[field.name] = JOINED[field.name](values[name], getattr(base, field.name))
+        else:
+            own = getattr(base, field.name)
+            changes[field.name] = checks.value(values, name, field.metadata["rule"], own)
+    try:
+        options = dataclasses.replace(base, **changes)
+    except ConfigError as e:
+        raise BadRequest(f"Invalid request: {str(e).removeprefix('SearchOptions.')}") from None
+    if problem := pattern_problem(options.protect_patterns):
         raise BadRequest(f"Invalid request: {problem}")
-    return found
+    return options
 
 
-def _patterns(value: Any) -> tuple[str, ...]:
+def _patterns(value: Any, server: tuple[str, ...]) -> tuple[str, ...]:
     if value is None or value == "" or value == []:
-        return ()
+        return server
     patterns = [value] if isinstance(value, str) else value
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise BadRequest("Invalid request: protect must be a regex or a list of regexes")
     if len(patterns) > MAX_REQUEST_TERMS:
         raise BadRequest(f"Invalid request: protect: at most {MAX_REQUEST_TERMS} patterns")
-    return tuple(checks.text(p, "protect") for p in patterns)
+    return server + tuple(checks.text(p, "protect") for p in patterns)
 
 
 def _glossary(value: Any, default: Glossary | None) -> Glossary | None:
@@ -89,6 +91,9 @@ def _glossary(value: Any, default: Glossary | None) -> Glossary | None:
     merged = {t.source.casefold(): (t.source, t.target) for t in default.terms}
     merged.update({t.source.casefold(): (t.source, t.target) for t in asked.terms})
     return Glossary.from_pairs(list(merged.values()), origin="glossary")
+
+
+JOINED = {"protect_patterns": _patterns, "glossary": _glossary}  # request values join the server's
 
 
 def answer_fields(found: list[list[Translation]], *, single: bool, flagging: bool) -> dict:
