@@ -27,7 +27,7 @@ from aiayn.errors import AiaynError
 from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings, Service, with_resolved_precision
 from aiayn.serve.libretranslate import LibreTranslate
-from aiayn.serve.limits import BodyLimit, body_limit
+from aiayn.serve.limits import BodyLimit, body_limit, upload_limit
 from aiayn.serve.openai_api import OpenAICompletions
 from aiayn.store import read_model_config
 
@@ -54,7 +54,12 @@ def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = 
         allow_headers=["*"],
     )
     app.add_middleware(HeadAsGet)
-    app.add_middleware(BodyLimit, limit=body_limit(settings), error_body=service.error_body)
+    app.add_middleware(
+        BodyLimit,
+        limit=body_limit(settings),
+        upload_limit=upload_limit(settings),
+        error_body=service.error_body,
+    )
     _install_error_handlers(app, service)
 
     @app.get("/health")

@@ -4,7 +4,8 @@ upload is read in bounded chunks.
 
 A body is held to ``body_limit(settings)`` bytes: ``--char-limit`` characters of text take at
 most 6 bytes each in JSON (``\\uXXXX``), and a list of short texts adds its quotes and commas;
-a multipart upload (``/translate_file``) to ``UPLOAD_LIMIT``.
+a multipart upload (``/translate_file``) to ``upload_limit(settings)``: ``--max-file-mb`` and
+room for the form's other fields.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from fastapi.responses import JSONResponse
 
 from aiayn.serve.common import ApiError, ServeSettings
 
-UPLOAD_LIMIT = 20 * 2**20  # bytes of a multipart body (an uploaded document)
 BODY_FLOOR = 64 * 2**10  # bytes any JSON or form body may have, whatever --char-limit
 CHUNK = 64 * 2**10  # bytes an upload is read by
 
@@ -25,6 +25,11 @@ CHUNK = 64 * 2**10  # bytes an upload is read by
 def body_limit(settings: ServeSettings) -> int:
     """The most bytes a JSON or form body may have."""
     return max(BODY_FLOOR, 16 * settings.char_limit)
+
+
+def upload_limit(settings: ServeSettings) -> int:
+    """The most bytes a multipart body (a file and the form's other fields) may have."""
+    return settings.file_max_bytes + body_limit(settings)
 
 
 class BodyLimit:
@@ -37,7 +42,7 @@ class BodyLimit:
         app,
         *,
         limit: int,
-        upload_limit: int = UPLOAD_LIMIT,
+        upload_limit: int,
         error_body: Callable[[int, str, str | None], dict[str, Any]],
     ):
         self.app = app
