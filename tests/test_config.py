@@ -92,3 +92,4 @@ def test_shipped_sibling_recipes_load():
     assert langs["multi30k_de_en_tiny"] == ("de", "en", "tok")
     assert langs["multi30k_en_fr_tiny"] == ("en", "fr", "tok")
     assert langs["multi30k_en_de_tiny_raw"] == ("en", "de", "raw")
+    assert langs["multi30k_en_de_quick"] == ("en", "de", "raw")

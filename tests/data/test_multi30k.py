@@ -51,3 +51,11 @@ def test_download_failure_suggests_a_local_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(multi30k, "BASE_URL", (tmp_path / "nowhere").as_uri())
     with pytest.raises(CorpusError, match="--from DIR"):
         fetch_multi30k(tmp_path / "m")
+
+
+def test_aiayn_data_copies_from_the_data_dir_when_not_told(multi30k_dir, tmp_path, monkeypatch):
+    from aiayn.cli import main
+
+    monkeypatch.setenv("AIAYN_DATA_DIR", str(multi30k_dir.parent))
+    assert main(["data", "multi30k", "--dest", str(tmp_path / "m")]) == 0
+    check_multi30k(tmp_path / "m")

@@ -102,3 +102,13 @@ def test_tatoeba_pairs_are_named_as_upstream(lang, folder, prefix):
     files = remotes("tatoeba", [lang])
     assert {f.path.split("/")[-2] for f in files} == {folder}
     assert {f.target for f in files} == {f"tatoeba/{prefix}.en.gz", f"tatoeba/{prefix}.{lang}.gz"}
+
+
+def test_without_from_a_copy_under_the_data_dir_is_read(seedpairs_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("AIAYN_DATA_DIR", str(seedpairs_dir.parent))
+    assert main(["data", "tatoeba", "--dest", str(tmp_path / "out"), "--langs", "ko"]) == 0
+    assert len(_lines(tmp_path / "out/tatoeba/test.en-ko.ko.gz")) == 2400 + 1
+    monkeypatch.setenv("AIAYN_DATA_DIR", str(tmp_path / "nothing"))  # no copy: the mirror
+    mirror = (tmp_path / "empty-mirror").as_uri()
+    args = ["data", "flores200", "--dest", str(tmp_path / "o2"), "--langs", "ko"]
+    assert main([*args, "--mirror", mirror]) == 2  # went to the (empty) mirror, not a copy

@@ -23,7 +23,9 @@ def add_parsers(sub) -> None:
         dest="source",
         metavar="DIR",
         help="copy from this local directory (Multi30k files, WMT14 .tgz archives, test sets "
-        "in the layout aiayn writes, e.g. ../shared/data/seedpairs) instead of downloading",
+        "in the layout aiayn writes, e.g. ../shared/data/seedpairs) instead of downloading; "
+        "default without --mirror: $AIAYN_DATA_DIR/NAME (test sets: $AIAYN_DATA_DIR/seedpairs) "
+        "where it holds a copy, else download",
     )
     data.add_argument(
         "--langs",
@@ -142,9 +144,13 @@ def _fetch(args: argparse.Namespace) -> int:
     from aiayn.data.testsets import REMOTES, fetch_testset
     from aiayn.data.wmt14 import fetch_wmt14
 
+    if args.source and args.mirror:
+        raise UsageError("give --from DIR or --mirror URL, not both")
+    if not args.source and not args.mirror:
+        args.source = local_copy(args.name)
+        if args.source:
+            log(f"copying {args.name} from {args.source} (a local copy: $AIAYN_DATA_DIR)")
     if args.name in REMOTES:
-        if args.source and args.mirror:
-            raise UsageError("give --from DIR or --mirror URL, not both")
         langs = [lang.strip() for lang in args.langs.split(",") if lang.strip()]
         if not langs:
             raise UsageError("--langs names no language")
@@ -157,6 +163,20 @@ def _fetch(args: argparse.Namespace) -> int:
     dest = fetch(args.dest, source=args.source, log=log)
     print(f"{args.name}: all splits present and counted in {dest}")
     return 0
+
+
+def local_copy(name: str) -> str | None:
+    """The local copy of a named corpus or test set that ``aiayn data`` copies from when not
+    told where: ``$AIAYN_DATA_DIR/NAME`` (``$AIAYN_DATA_DIR/seedpairs`` for the test sets) if
+    it holds one, as ``aiayn pipeline`` looks for its corpus; None means download."""
+    from aiayn.data.testsets import REMOTES
+    from aiayn.pipeline.corpus import data_dir, default_corpus_dir
+
+    if name not in REMOTES:
+        found = default_corpus_dir(name)
+        return str(found) if found else None
+    root = data_dir() / "seedpairs"
+    return str(root) if (root / name).is_dir() else None
 
 
 def run_prepare(args: argparse.Namespace) -> int:

@@ -14,7 +14,11 @@ def add_parsers(sub) -> None:
     marian = kinds.add_parser(
         "marian", help="a Hugging Face Marian (opus-mt) directory", description=MARIAN_HELP
     )
-    marian.add_argument("hf_dir", help="directory with config.json, model.safetensors, *.spm")
+    marian.add_argument(
+        "hf_dir",
+        help="directory with config.json, model.safetensors, *.spm; or a Hugging Face Hub id "
+        "such as Helsinki-NLP/opus-mt-en-de, downloaded into the Hub's cache",
+    )
     marian.add_argument("--out", required=True, help="aiayn model directory to write")
     marian.add_argument("--overwrite", action="store_true", help="replace a model at --out")
     marian.set_defaults(handler=run_import_marian)
@@ -70,8 +74,10 @@ def _quantization(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 MARIAN_HELP = (
-    "Get one with network access, e.g. `hf download Helsinki-NLP/opus-mt-en-de "
-    "--local-dir opus-mt-en-de`, then `aiayn import marian opus-mt-en-de --out en-de`."
+    "With network access, `aiayn import marian Helsinki-NLP/opus-mt-en-de --out en-de` "
+    "downloads the model's files from the Hugging Face Hub and imports them; a directory "
+    "downloaded before (`hf download Helsinki-NLP/opus-mt-en-de --local-dir opus-mt-en-de`) "
+    "imports as `aiayn import marian opus-mt-en-de --out en-de`."
 )
 
 
@@ -86,9 +92,14 @@ ARGOS_HELP = (
 
 
 def run_import_marian(args: argparse.Namespace) -> int:
+    from aiayn.interop.hub import fetch_marian, is_hub_id
     from aiayn.interop.marian import import_marian
 
-    out = import_marian(args.hf_dir, args.out, overwrite=args.overwrite, command=args.command_line)
+    source = args.hf_dir
+    if is_hub_id(source):
+        log(f"fetching {source} from the Hugging Face Hub (or its cache)")
+        source = fetch_marian(source)
+    out = import_marian(source, args.out, overwrite=args.overwrite, command=args.command_line)
     log(f"imported {args.hf_dir} -> {out}")
     return 0
 

@@ -18,6 +18,7 @@ from aiayn.models.transformer import Transformer
 LEAVE_AFTER = 0.5  # ended sentences leave once their rows have cost half a step of the batch
 
 
+# --8<-- [start:greedy_search]
 @torch.inference_mode()
 def greedy_search(
     decoder: StepDecoder,
@@ -93,6 +94,7 @@ def greedy_search(
     return out  # (B, T)
 
 
+# --8<-- [end:greedy_search]
 def greedy_decode(
     model: Transformer, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
 ) -> Tensor:
