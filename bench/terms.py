@@ -44,8 +44,8 @@ SPANS = (
     "{0}",
     "$USER",
     "`make test`",
-    "https://example.org/p?id={n}",
-    "anna.{n}@example.com",
+    "https://example.org/p?id=<n>",
+    "anna.<n>@example.com",
 )
 FRACTION = 0.3  # of the source lines that get a span
 MIN_DICE = 0.2  # a glossary entry's source and target words co-occur at least this much
@@ -82,7 +82,7 @@ def inject(lines: list[str], seed: int) -> dict[int, tuple[str, str]]:
     out = {}
     for i in chosen:
         words = lines[i].split()
-        span = rng.choice(SPANS).format(n=rng.randint(1, 999))
+        span = rng.choice(SPANS).replace("<n>", str(rng.randint(1, 999)))
         words.insert(rng.randint(0, max(len(words) - 1, 0)), span)
         out[i] = (" ".join(words), span)
     return out
