@@ -23,6 +23,7 @@ from aiayn.cli.common import (
     search_options,
     search_precision,
 )
+from aiayn.cli.routing import RoutedTranslator
 from aiayn.config import BleuTokenize
 from aiayn.text.documents import FORMATS as DOCUMENTS
 from aiayn.text.documents import Limits, format_for
@@ -35,7 +36,23 @@ LOCAL_LIMITS = Limits(max_bytes=256 << 20, max_unpacked_bytes=1 << 30)
 
 def add_parsers(sub) -> None:
     t = sub.add_parser("translate", help="translate text with a trained model")
-    t.add_argument("--model", required=True, help="model directory (e.g. RUN/average or RUN/best)")
+    t.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model directory (e.g. RUN/average or RUN/best); repeat it, with --target, for "
+        "several language pairs: each line goes to the model of its --source language, and "
+        "through English where no model of the pair is given (two decodes)",
+    )
+    t.add_argument(
+        "--source",
+        metavar="LANG",
+        help="with several --model: the input's language, or auto: found for each line on its "
+        "own (default: auto)",
+    )
+    t.add_argument(
+        "--target", metavar="LANG", help="with several --model: the language to translate to"
+    )
     t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
     t.add_argument("--output", "-o", help="output file (default: stdout)")
     add_search_options(t, "translate")
@@ -151,7 +168,9 @@ def run_translate(args: argparse.Namespace) -> int:
     references = list(read_lines(args.ref)) if args.ref else None
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    translator = Translator.from_dir(args.model, device=str(device), profile=args.profile)
+    translator = _translator(
+        args, lambda m: Translator.from_dir(m, device=str(device), profile=args.profile)
+    )
     options = replace(options, precision=search_precision(args.precision, device))
     translator.check(options)
     document = _document_format(args.format, args.input)
@@ -193,6 +212,15 @@ def run_translate(args: argparse.Namespace) -> int:
         scores = corpus_scores(hyps, references, tgt_lang=translator.tgt_lang, tokenize=tokenize)
         print(scores, file=sys.stderr)
     return 0
+
+
+def _translator(args: argparse.Namespace, load):
+    """The one model given, or several behind a ``RoutedTranslator`` (with --target)."""
+    if len(args.model) == 1 and args.source is None and args.target is None:
+        return load(args.model[0])
+    if args.target is None:
+        raise UsageError("with several --model (or --source), give --target")
+    return RoutedTranslator([load(m) for m in args.model], args.source or "auto", args.target)
 
 
 def _document_format(chosen: str | None, input_file: str | None) -> str | None:

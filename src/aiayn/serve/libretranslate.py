@@ -18,7 +18,6 @@ import html
 import json
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from aiayn.serve.files import (
 from aiayn.serve.limits import read_upload
 from aiayn.serve.page import PAGE
 from aiayn.serve.picture import attention_png
+from aiayn.serve.routing import PIVOT, Leg, Pair, pivots, translate_grouped
 from aiayn.serve.terms import answer_fields, requested_options
 
 LANGUAGE_NAMES = {
@@ -80,17 +80,6 @@ class Suggestions:
         line = json.dumps({"q": q, "s": s, "source": source, "target": target}, ensure_ascii=False)
         with self._lock, self.path.open("a", encoding="utf-8") as out:
             out.write(line + "\n")
-
-
-@dataclass(eq=False)
-class Pair:
-    """One served model: its language pair and the engine that decodes for it."""
-
-    model: str
-    source: str  # ISO code, or "auto" / "target" when the model directory names none
-    target: str
-    tokenizer: Tokenizer  # the source side's: a multilingual model's target tokens
-    engine: TranslationEngine
 
 
 class LibreTranslate:
@@ -129,6 +118,7 @@ class LibreTranslate:
             )
             self.pairs[source, target] = Pair(model, source, target, tokenizer, engine)
         self.first = next(iter(self.pairs.values()))  # what requests without languages get
+        self.pivots = pivots(self.pairs)  # pairs translated through English
         self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
         self.files = TranslatedFiles(expire_s=settings.files_expire_s)
 
@@ -160,15 +150,61 @@ class LibreTranslate:
         )
 
     def languages(self) -> list[dict[str, Any]]:
-        """Every language served, each with the targets it translates to."""
+        """Every language served, each with the targets it translates to; ``pivot`` names
+        the targets reached through English (two decodes) and the language between."""
         targets: dict[str, list[str]] = {}
-        for source, target in self.pairs:
+        for source, target in [*self.pairs, *self.pivots]:
             targets.setdefault(source, []).append(target)
             targets.setdefault(target, [])
         return [
-            {"code": code, "name": LANGUAGE_NAMES.get(code, code), "targets": found}
+            {
+                "code": code,
+                "name": LANGUAGE_NAMES.get(code, code),
+                "targets": found,
+                **({"pivot": through} if (through := self._through(code)) else {}),
+            }
             for code, found in targets.items()
         ]
+
+    def _through(self, source: str) -> dict[str, str]:
+        return {t: PIVOT for s, t in self.pivots if s == source}
+
+    def plan(self, source: str, target: str) -> list[Leg]:
+        """The models that translate ``source`` -> ``target``: its own (``route``), else two
+        through English.
+
+        Raises:
+            ApiError: 400 when neither is served (``route``'s message).
+        """
+        try:
+            return [self.route(source, target)]
+        except ApiError:
+            through = self.pivots.get((source, target))
+            if through is None:
+                raise
+            return [(through[0], None), (through[1], None)]
+
+    def sources_of(self, texts: list[str], target: str) -> list[tuple[str, float]]:
+        """Each text's source language for ``source: auto`` (``source_of``), found for
+        each text on its own; a text without a letter takes that of all texts together."""
+        together: tuple[str, float] | None = None
+        found = []
+        for text in texts:
+            if any(c.isalpha() for c in text):
+                found.append(self.source_of(text, target))
+                continue
+            if together is None:
+                together = self.source_of("\n".join(texts), target)
+            found.append(together)
+        return found
+
+    async def translate_each(
+        self, texts: list[str], sources: list[str], target: str, options: SearchOptions
+    ) -> list[list[Translation]]:
+        """Text ``i`` translated from ``sources[i]`` (``plan``): each language's texts in one
+        request, the languages side by side."""
+        plans = {source: self.plan(source, target) for source in dict.fromkeys(sources)}
+        return await translate_grouped(self.translate, [plans[s] for s in sources], texts, options)
 
     def detect(self, text: str) -> list[dict[str, Any]]:
         """``/detect``: the served languages, most likely first, with lingua's confidence."""
@@ -294,17 +330,20 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:
-        return PAGE.replace("__PAIRS__", _pair_options(service.pairs.values()))
+        return PAGE.replace("__PAIRS__", _pair_options(service.pairs.values(), service.pivots))
 
     @app.api_route("/languages", methods=["GET", "POST"])
     async def languages() -> list[dict[str, Any]]:
         return service.languages()
 
     @app.post("/detect")
-    async def detect(request: Request) -> list[dict[str, Any]]:
+    async def detect(request: Request) -> list[Any]:
         values = await request_values(request)
         check_key(settings, values.get("api_key"))
-        return service.detect("\n".join(_texts(values, settings.char_limit)))
+        texts = _texts(values, settings.char_limit)
+        if isinstance(values["q"], list):  # each text on its own
+            return [service.detect(text) for text in texts]
+        return service.detect("\n".join(texts))
 
     @app.get("/frontend/settings")
     async def frontend_settings() -> dict[str, Any]:
@@ -365,13 +404,16 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             text = _file_text(
                 await read_upload(upload, 4 * settings.char_limit + 3), settings.char_limit
             )
-            pair, token = service.route(_source(service, source, text, target), target)
-            content = (await _translate_lines(service, pair, text, options, token)).encode()
+            language = _source(service, source, text, target)
+            content = (await _translate_lines(service, language, target, text, options)).encode()
         else:
 
             async def translate(texts: list[str]) -> list[str]:
-                pair, token = service.route(_source(service, source, texts, target), target)
-                return [h[0].text for h in await service.translate(pair, texts, options, token)]
+                language = _source(service, source, texts, target)
+                found = await service.translate_each(
+                    texts, [language] * len(texts), target, options
+                )
+                return [h[0].text for h in found]
 
             data = await read_upload(upload, settings.file_max_bytes)
             content = await translate_document_file(data, document, filename, settings, translate)
@@ -405,13 +447,13 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
             raise ApiError(400, "Invalid request: missing target parameter")
         detected = None
         if source == "auto":
-            language, confidence = service.source_of("\n".join(texts), target)
-            detected = {"confidence": confidence, "language": language}
-        pair, token = service.route(detected["language"] if detected else source, target)
+            found = service.sources_of(texts, target)
+            detected = [{"confidence": value, "language": code} for code, value in found]
+        sources = [d["language"] for d in detected] if detected else [source] * len(texts)
         alternatives = _integer(values, "alternatives", 0, settings.max_alternatives)
         options = _options(settings, values, alternatives)
         texts = [t if visible(t) else "" for t in texts]  # zero-width only: nothing to translate
-        found = await service.translate(pair, texts, options, token)
+        found = await service.translate_each(texts, sources, target, options)
         answers = [[h.text for h in hyps] for hyps in found]
         single = isinstance(values["q"], str)
         body: dict[str, Any] = {
@@ -421,7 +463,7 @@ def _install(app: FastAPI, service: LibreTranslate) -> None:
         if alternatives:
             body["alternatives"] = answers[0][1:] if single else [a[1:] for a in answers]
         if detected is not None:
-            body["detectedLanguage"] = detected if single else [detected] * len(texts)
+            body["detectedLanguage"] = detected[0] if single else detected
         return JSONResponse(body)
 
     @app.get("/attention.png")
@@ -454,12 +496,16 @@ def _options(settings: ServeSettings, values: dict[str, Any], alternatives: int)
     return requested_options(base, values)
 
 
-def _pair_options(pairs: Iterable[Pair]) -> str:
-    """The page's ``<option>`` for each served pair, in the order served."""
+def _pair_options(pairs: Iterable[Pair], through: Iterable[tuple[str, str]] = ()) -> str:
+    """The page's ``<option>`` for each served pair, in the order served, then each pair
+    translated through English (its cost said)."""
+    served = [(p.source, p.target, "") for p in pairs]
+    bridged = [(s, t, f" (through {_name(PIVOT)}: two decodes)") for s, t in through]
     return "".join(
-        f'<option value="{html.escape(p.source)} {html.escape(p.target)}">'
-        f"{html.escape(_name(p.source))} &rarr; {html.escape(_name(p.target))}</option>"
-        for p in pairs
+        f'<option value="{html.escape(source)} {html.escape(target)}">'
+        f"{html.escape(_name(source))} &rarr; {html.escape(_name(target))}"
+        f"{html.escape(note)}</option>"
+        for source, target, note in served + bridged
     )
 
 
@@ -498,13 +544,14 @@ def _source(service: LibreTranslate, source: str, text: str | list[str], target:
 
 
 async def _translate_lines(
-    service: LibreTranslate, pair: Pair, text: str, options: SearchOptions, token: str | None
+    service: LibreTranslate, source: str, target: str, text: str, options: SearchOptions
 ) -> str:
     """``text`` with each line that has words translated; blank lines, each line's leading
     and trailing spaces and its line break kept."""
     lines = text.splitlines(keepends=True)
     todo = [i for i, line in enumerate(lines) if line.strip()]
-    found = await service.translate(pair, [lines[i].strip() for i in todo], options, token)
+    texts = [lines[i].strip() for i in todo]
+    found = await service.translate_each(texts, [source] * len(texts), target, options)
     for i, hyps in zip(todo, found, strict=True):
         line = lines[i]
         lead = line[: len(line) - len(line.lstrip())]
