@@ -43,10 +43,12 @@ def client(models):
     """A server of en->de, fr->de, fr->en and it->en (it->de only through English)."""
     from fastapi.testclient import TestClient
 
+    from aiayn.search_options import SearchOptions
     from aiayn.serve.app import create_app
     from aiayn.serve.common import ServeSettings
 
-    settings = ServeSettings(models=tuple(map(str, models.values())), workers=1, beam=2)
+    models = tuple(map(str, models.values()))
+    settings = ServeSettings(models=models, workers=1, decode=SearchOptions(beam=2))
     with TestClient(create_app(settings)) as client:
         yield client
 

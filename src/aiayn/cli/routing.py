@@ -15,7 +15,8 @@ from aiayn.cli.common import UsageError
 from aiayn.text.documents import Limits, translate_document
 
 if TYPE_CHECKING:  # aiayn --help starts without torch
-    from aiayn.decode.translator import SearchOptions, Translation, Translator
+    from aiayn.decode.translator import Translation, Translator
+    from aiayn.search_options import SearchOptions
 
 PIVOT = "en"
 

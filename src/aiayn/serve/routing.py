@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from aiayn.data.tokenizer import Tokenizer
-from aiayn.decode.translator import SearchOptions, Translation
+from aiayn.decode.translator import Translation
+from aiayn.search_options import SearchOptions
 from aiayn.serve.engine import TranslationEngine
 
 PIVOT = "en"  # the language pairs are bridged through
