@@ -33,6 +33,7 @@ TextMode = Literal["natural", "raw"]
 TextFormat = Literal["text", "html"]
 SearchPrecision = Literal["fp32", "bf16", "auto"]  # auto: bf16 where the device computes it
 OnLong = Literal["truncate", "error"]
+AllCaps = Literal["restore", "known", "off"]
 COMMANDS = ("translate", "serve")  # the commands whose options are generated from the fields
 
 
@@ -75,6 +76,24 @@ class Texts:
         return (text,)
 
 
+@dataclass(frozen=True)
+class OffOrAtLeast:
+    """0 (off), or a whole number of at least ``minimum``."""
+
+    minimum: int
+
+    def describe(self) -> str:
+        return f"0 (off) or a whole number of at least {self.minimum}"
+
+    def problem(self, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or 0 < value < self.minimum:
+            return f"must be {self.describe()}, got {value!r}"
+        return None if value >= 0 else f"must be {self.describe()}, got {value!r}"
+
+    def parse(self, text: str) -> int:
+        return Whole(0).parse(text)
+
+
 @runtime_checkable
 class TermList(Protocol):
     """What a glossary is to the search (``aiayn.text.glossary.Glossary``)."""
@@ -106,7 +125,9 @@ class SearchOptions:
     """How ``Translator.translate`` decodes: beam width (1 is greedy search), length penalty,
     n-best, output length, batching, precision, the beam search's stopping rule, and how
     text meets the model. The defaults are the paper's decoding (§6.1: beam search, α 0.6,
-    up to the source length + 50).
+    up to the source length + 50) with three guards against input unlike the training data
+    (``max_len_ratio``, ``repeat_stop``, ``all_caps``: ``aiayn.decode.guards``,
+    ``aiayn.text.case``), each switched off by 0 or "off".
 
     Adding an option is one field here (plus its use, usually in ``Translator``): declare it
     with ``option(default, help, rule)``. The rule (``aiayn.checks``: ``Whole``, ``Number``,
@@ -128,6 +149,24 @@ class SearchOptions:
     )
     max_len_b: int = option(
         50, "outputs have at most source length + this many tokens (§6.1)", Whole(0)
+    )
+    max_len_ratio: float = option(
+        1.5,
+        "length guard: outputs have at most this many times the model's target/source length "
+        "ratio on its training data times the source length, + 5 tokens; 0: off",
+        Number(0.0),
+    )
+    repeat_stop: int = option(
+        4,
+        "repetition stop: an output ending in this many consecutive copies of one n-gram "
+        "(n <= 6) ends there; 0: off",
+        OffOrAtLeast(2),
+    )
+    all_caps: AllCaps = option(
+        "restore",
+        "a sentence in capitals is translated in the case the model knows and given back in "
+        "capitals (restore) or as the model wrote it (known); off: as it is",
+        OneOf(get_args(AllCaps)),
     )
     batch_tokens: int = option(4096, "padded source tokens decoded together at most", Whole(1))
     max_src_len: int = option(

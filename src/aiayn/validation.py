@@ -9,6 +9,7 @@ from pathlib import Path
 
 from aiayn.config import TrainConfig
 from aiayn.data import load_prepared
+from aiayn.data.tokenizer_files import length_ratio_of
 from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import bleu_signature, chrf_signature, corpus_scores, make_bleu
 from aiayn.store.card import ModelCard
@@ -53,11 +54,14 @@ def bleu_validator(cfg: TrainConfig) -> Validator:
     tgt_lang, tokenize = _bleu_arguments(cfg, data.manifest)
     make_bleu(tgt_lang, tokenize)  # a missing tokenizer fails now, not after the first updates
     options = SearchOptions(beam=cfg.run.valid_beam, batch_tokens=cfg.data.valid_max_tokens)
+    ratio = length_ratio_of(data.manifest)
     signatures = Path(cfg.run.dir) / SIGNATURES_FILE
 
     def validate(model) -> dict[Metric, float]:
         # the weights change between validations: no packed copy (its kernels would stay)
-        translator = Translator(model, data.src_tokenizer, data.tgt_tokenizer, packed=False)
+        translator = Translator(
+            model, data.src_tokenizer, data.tgt_tokenizer, packed=False, length_ratio=ratio
+        )
         hyps = [t[0].text for t in translator.translate_ids(sources, options)]
         scores = corpus_scores(hyps, references, tgt_lang=tgt_lang, tokenize=tokenize)
         if not signatures.is_file():

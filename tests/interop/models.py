@@ -17,6 +17,8 @@ from aiayn.store import save_model
 
 from ..data.corpora import invented_words, sentences
 
+# aiayn's searches without their guards: what a parity test compares with another library's
+UNGUARDED = {"max_len_ratio": 0.0, "repeat_stop": 0, "all_caps": "off"}
 SRC_TEXT = sentences(300, seed=1, words=invented_words(80, seed=1))
 TGT_TEXT = sentences(300, seed=2, words=invented_words(80, seed=2))
 

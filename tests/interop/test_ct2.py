@@ -12,6 +12,7 @@ from aiayn.data import load_prepared  # noqa: E402
 from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.ct2 import ExportError, export_ct2  # noqa: E402
 
+from .models import UNGUARDED  # noqa: E402
 from .test_marian import WORDS, _marian_dir  # noqa: E402
 
 
@@ -22,7 +23,8 @@ def trained(trained_model_dir):
 
 def _same_greedy(model_dir, ct2_dir, sources: list[list[int]]) -> None:
     ours = Translator.from_dir(model_dir)
-    expected = [h[0].tokens for h in ours.translate_ids(sources, SearchOptions(beam=1))]
+    found = ours.translate_ids(sources, SearchOptions(beam=1, **UNGUARDED))
+    expected = [h[0].tokens for h in found]
     pieces = [ours.src_tokenizer.pieces(s) for s in sources]
     theirs = ctranslate2.Translator(str(ct2_dir), device="cpu", compute_type="float32")
     for source, piece, tokens in zip(sources, pieces, expected, strict=True):
@@ -47,7 +49,7 @@ def test_the_sentencepiece_models_beside_it_turn_text_into_aiayns_text(trained, 
     target = spm.SentencePieceProcessor(model_file=str(tmp_path / "ct2" / "target.spm"))
     ours = Translator.from_dir(trained)
     texts = ["the dog runs .", "a small cat sleeps under the red tree ."]
-    expected = [h[0].text for h in ours.translate(texts, SearchOptions(beam=1))]
+    expected = [h[0].text for h in ours.translate(texts, SearchOptions(beam=1, **UNGUARDED))]
     theirs = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32")
     results = theirs.translate_batch(source.encode(texts, out_type=str), beam_size=1)
     assert [target.decode_pieces(r.hypotheses[0]) for r in results] == expected

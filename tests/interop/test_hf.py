@@ -14,12 +14,13 @@ transformers = pytest.importorskip("transformers", reason="transformers is a dev
 
 from aiayn.cli import main  # noqa: E402
 from aiayn.data import load_prepared  # noqa: E402
+from aiayn.decode.guards import EXPORT_NO_REPEAT_NGRAM  # noqa: E402
 from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.hf import export_hf  # noqa: E402
 from aiayn.interop.marian import import_marian  # noqa: E402
 
 from . import test_marian  # noqa: E402
-from .models import SRC_TEXT, model_dir  # noqa: E402
+from .models import SRC_TEXT, UNGUARDED, model_dir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +39,12 @@ def sources(trained_model_dir, tiny_dataset) -> tuple[list[list[int]], list[str]
     return ids, [tokenizer.decode(s) for s in ids]
 
 
+def test_the_export_carries_the_repetition_guard(exported):
+    """Hugging Face's generate bans the repeated n-grams aiayn's repetition stop ends."""
+    config = transformers.GenerationConfig.from_pretrained(exported)
+    assert config.no_repeat_ngram_size == EXPORT_NO_REPEAT_NGRAM
+
+
 def _generate(hf, ids: list[int], beams: int) -> list[int]:
     """Hugging Face's search with aiayn's settings: the same length limit, no length
     normalisation, and the export's banned tokens."""
@@ -49,6 +56,7 @@ def _generate(hf, ids: list[int], beams: int) -> list[int]:
         do_sample=False,
         length_penalty=0.0,
         max_new_tokens=x.size(1) + 50,  # aiayn's limit: source (with EOS) + max_len_b
+        no_repeat_ngram_size=0,  # the export's repetition guard off, as aiayn's (UNGUARDED)
     )[0].tolist()[1:]  # without the decoder's start
     return out[: out.index(c.eos_token_id)] if c.eos_token_id in out else out
 
@@ -58,7 +66,7 @@ def test_greedy_and_beam_search_equal_aiayns(exported, trained_model_dir, source
     hf = transformers.MarianMTModel.from_pretrained(exported).eval()
     ours = Translator.from_dir(trained_model_dir)
     ids, _ = sources
-    found = ours.translate_ids(ids, SearchOptions(beam=beams, alpha=0.0))
+    found = ours.translate_ids(ids, SearchOptions(beam=beams, alpha=0.0, **UNGUARDED))
     for source, [hypothesis] in zip(ids, found, strict=True):
         assert hypothesis.tokens == _generate(hf, source, beams), source
     assert any(len(h[0].tokens) > 2 for h in found)
@@ -71,7 +79,9 @@ def test_the_tokenizer_and_texts_are_aiayns(exported, trained_model_dir, sources
     eos = hf.config.eos_token_id
     assert tokenizer(texts)["input_ids"] == [[*s, eos] for s in ids]
     texts = texts[:8]
-    ours = Translator.from_dir(trained_model_dir).translate(texts, SearchOptions(beam=1))
+    ours = Translator.from_dir(trained_model_dir).translate(
+        texts, SearchOptions(beam=1, **UNGUARDED)
+    )
     expected = [h[0].text for h in ours]
     pipe = None
     if "translation" in transformers.pipelines.SUPPORTED_TASKS:  # transformers < 5
@@ -80,11 +90,14 @@ def test_the_tokenizer_and_texts_are_aiayns(exported, trained_model_dir, sources
     for source, text in zip(ids, texts, strict=False):
         limit = len(source) + 1 + 50  # aiayn's: source with EOS + max_len_b
         if pipe is not None:
-            [result] = pipe([text], num_beams=1, max_new_tokens=limit)
+            [result] = pipe([text], num_beams=1, max_new_tokens=limit, no_repeat_ngram_size=0)
             theirs.append(result["translation_text"])
         else:  # transformers 5 removed the translation pipeline: generate, then decode
             generated = hf.generate(
-                **tokenizer([text], return_tensors="pt"), num_beams=1, max_new_tokens=limit
+                **tokenizer([text], return_tensors="pt"),
+                num_beams=1,
+                max_new_tokens=limit,
+                no_repeat_ngram_size=0,
             )
             theirs.append(tokenizer.decode(generated[0], skip_special_tokens=True))
     assert theirs == expected

@@ -27,6 +27,9 @@ class TokenizerInfo:
     ``tgt_preprocessing`` record what each side's training text went through before it was
     cut into pieces (Moses steps, ``aiayn.text.Preprocessing``); a file without them (older
     aiayn) is read as Multi30k's ``tok/`` steps when ``pretokenized``, none otherwise.
+    ``length_ratio``: target pieces per source piece on the training data (the decoding
+    length guard's unit, ``aiayn.decode.guards``); None where unknown (older aiayn, an
+    imported model).
     """
 
     kind: TokenizerKind
@@ -42,6 +45,7 @@ class TokenizerInfo:
     tgt_vocab_file: str = ""
     src_preprocessing: Preprocessing = NO_PREPROCESSING
     tgt_preprocessing: Preprocessing = NO_PREPROCESSING
+    length_ratio: float | None = None
 
     @property
     def files(self) -> list[str]:
@@ -57,6 +61,7 @@ def describe_tokenizers(
     src_lang: str = "",
     tgt_lang: str = "",
     pretokenized: bool = False,
+    length_ratio: float | None = None,
 ) -> TokenizerInfo:
     """The ``TokenizerInfo`` of tokenizer files in ``directory``."""
     src, tgt = load_tokenizer(directory / src_file), load_tokenizer(directory / tgt_file)
@@ -73,7 +78,18 @@ def describe_tokenizers(
         pretokenized=pretokenized,
         src_preprocessing=preprocessing_of(pretokenized),
         tgt_preprocessing=preprocessing_of(pretokenized),
+        length_ratio=length_ratio,
     )
+
+
+def length_ratio_of(manifest: dict) -> float | None:
+    """Target pieces per source piece in a prepared dataset's training split (None in a
+    manifest without its token counts)."""
+    train = manifest.get("splits", {}).get("train", {})
+    src, tgt = train.get("src_tokens"), train.get("tgt_tokens")
+    if not isinstance(src, int) or not isinstance(tgt, int) or src <= 0 or tgt <= 0:
+        return None
+    return round(tgt / src, 4)
 
 
 def preprocessing_of(pretokenized: bool) -> Preprocessing:

@@ -20,6 +20,7 @@ from torch import Tensor
 from aiayn.accel.profiles import ExtensionsFunction
 from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
+from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
 from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
 from aiayn.decode.stepper import StepDecoder
 from aiayn.search_options import STOPPING
@@ -58,6 +59,8 @@ def beam_search(
     extensions: ExtensionsFunction = plain_extensions,
     specials: SpecialIds = DEFAULT_SPECIALS,
     stopping: str = "exact",
+    max_len_a: float | None = None,
+    repeat_stop: int | None = None,
 ) -> list[list[Hypothesis]]:
     """The ``nbest`` highest-scoring translations of each source sentence.
 
@@ -75,6 +78,10 @@ def beam_search(
             returns the best hypotheses the beam can reach; "beams" and "heuristic" stop
             sooner (the trained tiny model on Multi30k's validation set: 7% and 17% fewer
             decoder rows, BLEU −0.04 and −0.15).
+        max_len_a: the length guard (``aiayn.decode.guards.output_limits``): outputs are
+            also at most ceil(``max_len_a`` × source length) + a margin; None: off.
+        repeat_stop: the repetition stop: a hypothesis ending in this many consecutive
+            copies of an n-gram may only end next (``aiayn.decode.guards.looping``); None: off.
 
     Returns:
         For each sentence, ``nbest`` hypotheses, best first.
@@ -85,9 +92,11 @@ def beam_search(
         raise ValueError(f"alpha must be >= 0, got {alpha}")
     if stopping not in STOPPING:
         raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
+    check_guards(max_len_a, repeat_stop)
     device = src.device
     b, k = src.size(0), beam
-    max_len = (src != specials.pad).sum(dim=1) + max_len_b  # (B,)
+    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
+    max_len = output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)  # one beam per sentence at the start: K would be duplicates
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
@@ -98,7 +107,10 @@ def beam_search(
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        at_max = (step + 1 >= max_len[active]).repeat_interleave(width)
+        at_max = (step + 1 >= max_len[active]).repeat_interleave(width)  # (A·W,)
+        if repeat_stop is not None and step:
+            history = tokens[:, max(1, step + 1 - repeat_stop * REPEAT_SPAN) :]  # (A·W, t)
+            at_max |= looping(history, repeat_stop)
         _restrict(log_probs, at_max=at_max, specials=specials)
         top_logp, top_beam, top_token = extensions(log_probs, alive, 2 * k)  # (A, 2K) each
         is_eos = top_token == specials.eos

@@ -28,6 +28,7 @@ from aiayn.accel.profiles import ExtensionsFunction
 from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
 from aiayn.decode.beam import NEG_INF, STOPPING, Hypothesis, _done, _Pool, _restrict, length_penalty
+from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
 from aiayn.decode.specials import DEFAULT_SPECIALS
 from aiayn.decode.stepper import StepDecoder
 
@@ -93,9 +94,12 @@ def constrained_beam_search(
     extensions: ExtensionsFunction = plain_extensions,
     specials: SpecialIds = DEFAULT_SPECIALS,
     stopping: str = "exact",
+    max_len_a: float | None = None,
+    repeat_stop: int | None = None,
 ) -> list[list[Hypothesis]]:
     """``aiayn.decode.beam.beam_search`` whose hypotheses hold each sentence's
-    ``constraints`` (its token sequences, without BOS/EOS; a sentence may have none).
+    ``constraints`` (its token sequences, without BOS/EOS; a sentence may have none),
+    with the same guards (``max_len_a``, ``repeat_stop``).
 
     Returns:
         For each sentence, ``nbest`` hypotheses, best first: those holding every
@@ -110,7 +114,9 @@ def constrained_beam_search(
     device = src.device
     b, k = src.size(0), beam
     progress = _Progress(constraints, device)
-    max_len = (src != specials.pad).sum(dim=1) + max_len_b  # (B,)
+    check_guards(max_len_a, repeat_stop)
+    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
+    max_len = output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)
     active = torch.arange(b, device=device)  # (A,)
@@ -123,6 +129,9 @@ def constrained_beam_search(
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
         at_max = (step + 1 >= max_len[active]).repeat_interleave(width)  # (A·W,)
+        if repeat_stop is not None and step:
+            history = tokens[:, max(1, step + 1 - repeat_stop * REPEAT_SPAN) :]  # (A·W, t)
+            at_max |= looping(history, repeat_stop)
         _restrict(log_probs, at_max=at_max, specials=specials)
         log_probs[~met.all(dim=1) & ~at_max, specials.eos] = NEG_INF  # unmet: no EOS yet
         beams, new, scores = _candidates(

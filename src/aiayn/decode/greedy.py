@@ -11,6 +11,7 @@ from torch import Tensor
 from aiayn.accel.profiles import ArgmaxFunction
 from aiayn.accel.topk import plain_argmax
 from aiayn.config import SpecialIds
+from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
 from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
 from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
@@ -30,6 +31,8 @@ def greedy_search(
     argmax: ArgmaxFunction = plain_argmax,
     leave_after: float = LEAVE_AFTER,
     log_probs: Tensor | None = None,
+    max_len_a: float | None = None,
+    repeat_stop: int | None = None,
 ) -> Tensor:
     """Decode each sentence until it emits EOS or reaches its maximum length. Sentences
     that have ended leave the batch together (``decoder.reorder``), so later steps compute
@@ -55,15 +58,20 @@ def greedy_search(
             output token's log-probability by the model (0 after EOS), as a beam search's
             scores are (PAD and BOS keep their share of the softmax): a translation's
             confidence; None: not computed (a log-sum-exp per row and step saved).
+        max_len_a: the length guard (``aiayn.decode.guards.output_limits``): outputs are
+            also at most ceil(``max_len_a`` × source length) + a margin; None: off.
+        repeat_stop: the repetition stop: a hypothesis ending in this many consecutive
+            copies of an n-gram may only end next (``aiayn.decode.guards.looping``); None: off.
 
     Returns:
         (B, T) output ids without BOS; each row ends with EOS, then PAD.
     """
     if not 0 <= leave_after <= 1:
         raise ValueError(f"leave_after must be between 0 and 1, got {leave_after}")
+    check_guards(max_len_a, repeat_stop)
     b, device = src.size(0), src.device
     limit = (
-        (src != specials.pad).sum(dim=1) + max_len_b
+        output_limits((src != specials.pad).sum(dim=1), max_len_b=max_len_b, max_len_a=max_len_a)
         if max_len is None
         else torch.full((b,), max_len, device=device)
     )  # (B,)
@@ -77,7 +85,11 @@ def greedy_search(
         scores, state = decoder.step(token[:, None], state, normalize=False)  # (A, V)
         total = None if log_probs is None else scores.float().logsumexp(dim=1)  # (A,)
         forbid_specials(scores, specials)
-        token = argmax(scores).masked_fill(step + 1 >= limit[active], specials.eos)  # (A,)
+        must_end = step + 1 >= limit[active]  # (A,)
+        if repeat_stop is not None and step:
+            history = out[active, max(0, step - repeat_stop * REPEAT_SPAN) : step]  # (A, t)
+            must_end |= looping(history, repeat_stop)
+        token = argmax(scores).masked_fill(must_end, specials.eos)  # (A,)
         out[active, step] = token.masked_fill_(ended, specials.pad)
         if total is not None:
             chosen = scores.gather(1, token[:, None]).squeeze(1).float()  # (A,)

@@ -27,11 +27,14 @@ def search(
     max_len_b: int,
     nbest: int,
     stopping: str,
+    max_len_a: float | None = None,
+    repeat_stop: int | None = None,
 ) -> list[list[Found]]:
     """Each sentence's hypotheses, best first: greedy for beam 1 without constraints, else
     beam search, constrained (with a beam of at least ``GREEDY_FALLBACK_BEAM``) where
     ``constraints`` is given. ``model`` gives the special ids and the profile's
-    argmax and extensions."""
+    argmax and extensions; ``max_len_a`` and ``repeat_stop`` are the guards
+    (``aiayn.decode.guards``)."""
     specials = model.specials
     if beam == 1 and constraints is None:
         log_probs = torch.zeros(src.size(0), src.size(1) + max_len_b, device=src.device)  # (B, T)
@@ -42,6 +45,8 @@ def search(
             specials=specials,
             argmax=model.profile.argmax,
             log_probs=log_probs,
+            max_len_a=max_len_a,
+            repeat_stop=repeat_stop,
         )
         sums = log_probs[:, : out.size(1)].sum(dim=1).tolist()
         rows = [until(specials.eos, row) for row in out.tolist()]
@@ -54,6 +59,8 @@ def search(
         "extensions": model.profile.extensions,
         "specials": specials,
         "stopping": stopping,
+        "max_len_a": max_len_a,
+        "repeat_stop": repeat_stop,
     }
     if constraints is None:
         found = beam_search(stepper, src, **kwargs)

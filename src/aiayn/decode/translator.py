@@ -28,6 +28,7 @@ from aiayn.models.transformer import Transformer
 from aiayn.runtime import resolve_precision
 from aiayn.search_options import SearchOptions
 from aiayn.store import load_model
+from aiayn.text.case import in_known_case, is_shouted
 from aiayn.text.documents import Limits, translate_document
 from aiayn.text.documents.base import DEFAULT_LIMITS
 from aiayn.text.html import HtmlError, HtmlText
@@ -36,6 +37,8 @@ from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
 
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
+UNKNOWN_LENGTH_RATIO = 1.0  # a model without one (older aiayn, imported): its pieces per
+# source piece taken as 1 (a shared subword model's pieces are about as many on both sides)
 
 
 class TranslationError(AiaynError, ValueError):
@@ -46,7 +49,9 @@ class Translator:
     """A model with its source and target tokenizers.
 
     ``packed=False``: decode through the model's own weights, not a packed copy
-    (``aiayn.decode.stepper_for``), for a model that is still training.
+    (``aiayn.decode.stepper_for``), for a model that is still training. ``length_ratio``:
+    target pieces per source piece on the training data (``TokenizerInfo.length_ratio``),
+    which the length guard multiplies (``SearchOptions.max_len_ratio``); None: unknown.
     """
 
     def __init__(
@@ -59,8 +64,10 @@ class Translator:
         languages: tuple[str, str] = ("", ""),
         preprocessing: tuple[Preprocessing, Preprocessing] = (NO_PREPROCESSING, NO_PREPROCESSING),
         packed: bool = True,
+        length_ratio: float | None = None,
     ):
         self.model = model.eval()
+        self.length_ratio = length_ratio
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
         self.pretokenized = pretokenized
@@ -89,6 +96,7 @@ class Translator:
             pretokenized=info.pretokenized,
             languages=(info.src_lang, info.tgt_lang),
             preprocessing=(info.src_preprocessing, info.tgt_preprocessing),
+            length_ratio=info.length_ratio,
         )
 
     def token_id(self, token: str) -> int:
@@ -169,9 +177,12 @@ class Translator:
         _check_lines(lines)
         _check_options(options)
         if options.text == "raw":
-            found = self._translate_texts(
-                [line.strip() for line in lines], options, warn, target_token
-            )
+            texts, shouted = self._known_case([line.strip() for line in lines], options)
+            found = self._translate_texts(texts, options, warn, target_token)
+            found = [
+                [dataclasses.replace(h, text=h.text.upper()) for h in hyps] if loud else hyps
+                for hyps, loud in zip(found, shouted, strict=True)
+            ]
             return keep_confident(lines, found, options.min_confidence)
         html = options.format == "html"
         documents = _html_documents(lines) if html else []
@@ -206,7 +217,9 @@ class Translator:
         target_token: str | None,
     ) -> list[list[Translation]]:
         """Natural sentences' translations, restored to natural text, with their protected
-        spans and glossary terms (``aiayn.decode.terms``)."""
+        spans and glossary terms (``aiayn.decode.terms``); shouted ones in the case the
+        model knows (``options.all_caps``)."""
+        sentences, shouted = self._known_case(sentences, options)
         try:
             marked = mark(
                 sentences,
@@ -221,9 +234,30 @@ class Translator:
         constraints = constraints_of(marked, self.tgt_text.prepare, self.tgt_tokenizer, warn)
         found = self._translate_texts(sources, options, warn, target_token, places, constraints)
         return [
-            [dataclasses.replace(h, text=m.finish(self.tgt_text.restore(h.text))) for h in hyps]
-            for m, hyps in zip(marked, found, strict=True)
+            [dataclasses.replace(h, text=m.finish(self._restore(h.text, loud))) for h in hyps]
+            for m, hyps, loud in zip(marked, found, shouted, strict=True)
         ]
+
+    def _restore(self, text: str, shouted: bool) -> str:
+        """The model's output as natural text, in capitals where the source was shouted."""
+        text = self.tgt_text.restore(text)
+        return text.upper() if shouted else text
+
+    def _known_case(self, texts: list[str], options: SearchOptions) -> tuple[list[str], list[bool]]:
+        """``texts`` with the shouted ones in the case the model knows (``aiayn.text.case``),
+        and which translations to give back in capitals."""
+        shouted = [options.all_caps != "off" and is_shouted(t) for t in texts]
+        if not any(shouted):
+            return texts, shouted
+        loud = [t for t, s in zip(texts, shouted, strict=True) if s]
+        known = iter(in_known_case(loud, self._pieces))
+        texts = [next(known) if s else t for t, s in zip(texts, shouted, strict=True)]
+        return texts, [s and options.all_caps == "restore" for s in shouted]
+
+    def _pieces(self, words: list[str]) -> list[int]:
+        """How many source pieces each word is cut into."""
+        prepared = [self.src_text.prepare(w) for w in words]
+        return [len(row) for row in self.src_tokenizer.encode(prepared)]
 
     def translate_document(
         self,
@@ -353,8 +387,15 @@ class Translator:
             max_len_b=options.max_len_b,
             nbest=options.nbest,
             stopping=options.stopping,
+            max_len_a=self._max_len_a(options),
+            repeat_stop=options.repeat_stop or None,
         )
         return [[self._translation(*h) for h in hyps] for hyps in found]
+
+    def _max_len_a(self, options: SearchOptions) -> float | None:
+        if not options.max_len_ratio:
+            return None
+        return options.max_len_ratio * (self.length_ratio or UNKNOWN_LENGTH_RATIO)
 
     def _translation(self, tokens: list[int], score: float, sure: float) -> Translation:
         return Translation(self.tgt_tokenizer.decode(tokens), score, tokens, sure)

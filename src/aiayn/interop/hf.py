@@ -35,6 +35,7 @@ import torch
 from aiayn.accel import REFERENCE
 from aiayn.config import ModelConfig
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
+from aiayn.decode.guards import EXPORT_NO_REPEAT_NGRAM
 from aiayn.files import check_destination, write_directory
 from aiayn.interop.destination import (
     MODEL_CARD,
@@ -273,7 +274,9 @@ def write_hub_card(model_dir: Path, directory: Path, info: TokenizerInfo) -> Non
 
 def generation_settings(cfg: ModelConfig) -> dict:
     """What ``generate`` and the translation pipeline use: aiayn's special tokens, beam 5,
-    and the ids aiayn never emits (PAD, BOS) banned."""
+    the ids aiayn never emits (PAD, BOS) banned, and the closest to aiayn's repetition stop
+    that a generation config holds (``aiayn.decode.guards.EXPORT_NO_REPEAT_NGRAM``; the
+    length guard depends on each source's length, which a generation config cannot say)."""
     s = cfg.specials
     banned = [[s.pad]] + ([[s.bos]] if s.bos != s.pad else [])
     return dict(
@@ -284,6 +287,7 @@ def generation_settings(cfg: ModelConfig) -> dict:
         bad_words_ids=banned,
         num_beams=5,
         max_length=MAX_POSITIONS // 2,
+        no_repeat_ngram_size=EXPORT_NO_REPEAT_NGRAM,
     )
 
 

@@ -19,6 +19,7 @@ from aiayn.data.tokenizer_files import (
     TOKENIZER_FILE,
     TokenizerInfo,
     describe_tokenizers,
+    length_ratio_of,
     read_tokenizer_info,
     tokenizer_info_json,
 )
@@ -137,9 +138,11 @@ class TranslationTask:
         return _tokenizer_assets(*self.tokenizers())
 
     def tokenizers(self) -> tuple[Path, TokenizerInfo]:
-        if self.data.from_model:
-            return self.data.directory, read_tokenizer_info(self.data.directory)
         manifest = self.data.manifest
+        if self.data.from_model:  # the model's tokenizers, this corpus's length ratio
+            info = read_tokenizer_info(self.data.directory)
+            ratio = length_ratio_of(manifest) or info.length_ratio
+            return self.data.directory, replace(info, length_ratio=ratio)
         files = manifest["vocab"]["files"]
         info = describe_tokenizers(
             self.data.directory,
@@ -148,6 +151,7 @@ class TranslationTask:
             src_lang=manifest["src_lang"],
             tgt_lang=manifest["tgt_lang"],
             pretokenized=manifest["pretokenized"],
+            length_ratio=length_ratio_of(manifest),
         )
         return self.data.directory, info
 
