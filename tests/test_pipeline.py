@@ -209,3 +209,21 @@ def test_a_recipe_can_start_from_a_model_and_its_card_records_the_test_scores(
     [test] = result.tests
     assert f"| test | BLEU | {test.bleu:.2f} | beam 2, α 0.6 | `{test.bleu_signature}` |" in card
     assert f"| test | chrF | {test.chrf:.2f} | beam 2, α 0.6 | `{test.chrf_signature}` |" in card
+
+
+@pytest.mark.slow
+def test_empty_translations_are_warned_about_and_the_card_says_so(tmp_path):
+    """A test set whose sources are blank lines gets empty translations of its non-empty
+    references: the log, the results and the model card say so next to BLEU 0."""
+    recipe_file = _own_corpus_recipe(tmp_path)
+    write_lines(tmp_path / "corpus" / "test.src", [""] * 30, gz=True)
+    recipe = recipe_from_dict(load_toml(str(recipe_file)))
+    messages = Messages()
+    work = tmp_path / "work"
+    result = run_pipeline(recipe, work, recipe_dir=recipe_file.parent, reporter=messages)
+    [test] = result.tests
+    assert test.bleu == 0 and test.outputs.empty == 30
+    assert "test: warning: 30 empty of 30 translations" in messages
+    assert "test: warning: 30 empty of 30 translations" in format_results(result, recipe)
+    limits = (work / "model" / "README.md").read_text().split("## Known limits\n", 1)[1]
+    assert "test test set were mostly unusable (30 empty of 30 translations)" in limits

@@ -33,8 +33,10 @@ def test_a_trained_and_an_averaged_model_carry_their_card(tiny_dataset, tmp_path
     data = _section(card, "Data")
     for split, stats in manifest["splits"].items():
         for side in ("src", "tgt"):
-            path = stats["files"][side]
-            assert f"`{path}` | `{sha256_file(path)}`" in data, (split, side)
+            path, pairs, pieces = stats["files"][side], stats["pairs"], stats[f"{side}_tokens"]
+            row = f"`{path}` | {pairs:,} | {pieces:,} | `{sha256_file(path)}`"
+            assert row in data, (split, side)
+    assert data.strip().startswith("Domain: not recorded.")  # a training run knows no domain
 
     training = _section(card, "Training")
     assert f"Command: `aiayn train {config} --set run.seed=4`" in training
@@ -49,7 +51,9 @@ def test_a_trained_and_an_averaged_model_carry_their_card(tiny_dataset, tmp_path
     bleu = re.search(r"\| valid \| BLEU \(greedy\) \| [\d.]+ \| [^|]+ \| `([^`]+)` \|", scores)
     assert bleu and bleu.group(1).startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert "Not stated" in _section(card, "Licence")
-    assert "Translates src to tgt only" in _section(card, "Known limits")
+    limits = _section(card, "Known limits")
+    assert "Translates src to tgt only. A paragraph is cut into sentences" in limits
+    assert "Not for text unlike that data:" in limits
 
     assert (
         main(["average", str(tmp_path / "run"), "--last", "2", "--out", str(tmp_path / "avg")]) == 0

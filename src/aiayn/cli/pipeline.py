@@ -97,6 +97,9 @@ def format_results(result: PipelineResult, recipe: Recipe) -> str:
             f"{t.sentences / max(t.seconds, 1e-9):.1f} |"
         )
     lines += [
+        f"\n{t.split}: {t.outputs.warning}" for t in result.tests if t.outputs and t.outputs.warning
+    ]
+    lines += [
         "",
         f"- training: {result.updates:,} updates, {result.train_tokens:,} target tokens in "
         f"{result.train_seconds / 60:.1f} min ({_speed(result.tokens_per_second)})",

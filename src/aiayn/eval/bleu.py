@@ -17,6 +17,7 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from aiayn.config import BleuTokenize
 from aiayn.errors import AiaynError
+from aiayn.eval.outputs import OutputCheck, check_outputs
 
 # sacreBLEU's tokenizers that aiayn offers (``--tokenize``): those that need no download.
 BLEU_TOKENIZERS: tuple[str, ...] = tuple(t for t in get_args(BleuTokenize) if t)
@@ -43,18 +44,21 @@ class ScoringError(AiaynError, ValueError):
 
 @dataclass(frozen=True)
 class Scores:
-    """Corpus BLEU and chrF with the sacreBLEU signatures that say how they were computed."""
+    """Corpus BLEU and chrF with the sacreBLEU signatures that say how they were computed,
+    and the empty and degenerate translations among those scored (``outputs``)."""
 
     bleu: float
     chrf: float
     bleu_signature: str
     chrf_signature: str
+    outputs: OutputCheck | None = None
 
     def __str__(self) -> str:
+        warning = self.outputs.warning if self.outputs else None
         return (
             f"BLEU {self.bleu:.2f}  ({self.bleu_signature})\n"
             f"chrF {self.chrf:.2f}  ({self.chrf_signature})"
-        )
+        ) + (f"\n{warning}" if warning else "")
 
 
 def language_code(lang: str) -> str:
@@ -150,4 +154,5 @@ def corpus_scores(
         chrf=chrf.corpus_score(list(hypotheses), [list(references)]).score,
         bleu_signature=str(bleu.get_signature()),
         chrf_signature=str(chrf.get_signature()),
+        outputs=check_outputs(hypotheses, references),
     )

@@ -16,6 +16,11 @@ from aiayn.data.multi30k import fetch_multi30k, raw_path, tok_path
 from aiayn.data.wmt14 import fetch_wmt14
 
 DATA_DIR = Path("../shared/data")  # relative to the current directory: beside a checkout
+DOMAINS = {  # what a named corpus's text is, for a model card
+    "multi30k": "Multi30k, one-sentence descriptions of Flickr photographs (image captions: "
+    "people, animals and everyday scenes) and their translations",
+    "wmt14": "WMT14, news commentary, European Parliament proceedings and web-crawled text",
+}
 CORPUS_MARKERS = {"multi30k": "train.en.gz", "wmt14": "test-full.tgz"}  # present in a copy
 
 

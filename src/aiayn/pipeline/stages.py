@@ -28,12 +28,13 @@ from aiayn.data.multi30k import tok_path
 from aiayn.decode.process import DecoderSpec, TranslatorProcess
 from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
+from aiayn.eval.outputs import OutputCheck
 from aiayn.files import sha256_file
 from aiayn.interop.argos import export_argos
 from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import ExportError
 from aiayn.interop.hf import check_marian, export_hf
-from aiayn.pipeline.corpus import CorpusFiles, corpus_files, read_split
+from aiayn.pipeline.corpus import DOMAINS, CorpusFiles, corpus_files, read_split
 from aiayn.pipeline.prepared import (
     changed_text,
     check_checkpoints_allow,
@@ -68,6 +69,7 @@ class TestResult:
     examples: list[dict[str, str]] = field(default_factory=list)
     literature_bleu: float | None = None  # "literature score"
     literature_signature: str = ""
+    outputs: OutputCheck | None = None  # the empty and degenerate translations
 
 
 @dataclass
@@ -292,6 +294,8 @@ def translate_split(job: Job, split: str, prefix: str) -> TestResult:
         f"{split}: BLEU {scores.bleu:.2f}, chrF {scores.chrf:.2f} "
         f"({len(sources) / seconds:.1f} sentences/s)"
     )
+    if scores.outputs and scores.outputs.warning:
+        job.log(f"{split}: {scores.outputs.warning}")
     examples = [
         {"source": sources[i], "reference": references[i], "translation": hyps[i]}
         for i in range(min(p.examples, len(sources)))
@@ -305,6 +309,7 @@ def translate_split(job: Job, split: str, prefix: str) -> TestResult:
         len(sources),
         seconds,
         examples,
+        outputs=scores.outputs,
     )
 
 
@@ -320,9 +325,25 @@ def write_card(job: Job) -> None:
             ("chrF", t.chrf, t.chrf_signature),
         )
     ]
-    card = dataclasses.replace(averaged_card(checkpoints, job.command), scores=tuple(scores))
+    card = dataclasses.replace(
+        averaged_card(checkpoints, job.command),
+        domain=DOMAINS.get(job.p.dataset, ""),
+        scores=tuple(scores),
+        limits=_bad_outputs(job),
+    )
     model, cfg = load_model_dir(job.model_dir)
     save_model(model, cfg, job.model_dir, assets=model_assets(job.model_dir), card=card)
+
+
+def _bad_outputs(job: Job) -> tuple[str, ...]:
+    """A line for the card's known limits for each test set translated mostly empty or
+    degenerate."""
+    return tuple(
+        f"Its translations of the {t.split} test set were mostly unusable "
+        f"({t.outputs.warning.removeprefix('warning: ')}): it is not ready for use."
+        for t in job.tests
+        if t.outputs and t.outputs.mostly_bad and t.outputs.warning
+    )
 
 
 def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: PipelineConfig):

@@ -28,6 +28,8 @@ class DataFile:
     role: str  # e.g. "train (en)"
     path: str
     sha256: str
+    sentences: int = 0  # 0: not recorded
+    pieces: int = 0  # the subword pieces those sentences were cut into
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class ModelCard:
     """What a model directory says about itself beyond its config (every field optional)."""
 
     origin: str = ""  # how the model was made, in a sentence
+    domain: str = ""  # what kind of text the training data is ("" : not recorded)
     command: str = ""  # the command that made it
     config: dict[str, Any] | None = None  # the training config (or recipe), as a dict
     started_from: str = ""  # the model directory it was fine-tuned from
@@ -73,10 +76,17 @@ def dataset_files(directory: str | Path) -> tuple[DataFile, ...]:
         for side in ("src", "tgt"):
             path, digest = stats.get("files", {}).get(side), stats.get("text_sha256", {})
             if path:
-                files.append(DataFile(f"{split} ({langs[side]})", path, digest.get(side, "")))
+                role, sha = f"{split} ({langs[side]})", digest.get(side, "")
+                size = (_count(stats, "pairs"), _count(stats, f"{side}_tokens"))
+                files.append(DataFile(role, path, sha, *size))
     if "source" in manifest:  # a language-model corpus: one text file
         files.append(DataFile("text", manifest["source"], ""))
     return tuple(files)
+
+
+def _count(stats: dict, name: str) -> int:
+    value = stats.get(name, 0)
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def render_card(
@@ -148,10 +158,20 @@ def _use_section(cfg: ModelConfig) -> str:
 
 
 def _data_section(card: ModelCard) -> str:
+    domain = f"Domain: {card.domain}" if card.domain else "Domain: not recorded."
     if not card.data:
-        return "## Data\n\nNot recorded."
-    rows = "\n".join(f"| {d.role} | `{d.path}` | `{d.sha256 or '?'}` |" for d in card.data)
-    return f"## Data\n\n| split | file | SHA-256 |\n|---|---|---|\n{rows}"
+        return f"## Data\n\n{domain}\n\nFiles: not recorded."
+    rows = "\n".join(
+        f"| {d.role} | `{d.path}` | {_size(d.sentences)} | {_size(d.pieces)} | "
+        f"`{d.sha256 or '?'}` |"
+        for d in card.data
+    )
+    head = "| split | file | sentences | pieces | SHA-256 |\n|---|---|---:|---:|---|"
+    return f"## Data\n\n{domain}\n\n{head}\n{rows}"
+
+
+def _size(n: int) -> str:
+    return f"{n:,}" if n else "?"
 
 
 def _training_section(card: ModelCard) -> str:
@@ -182,7 +202,12 @@ def _limits(card: ModelCard, cfg: ModelConfig, tokenizer: TokenizerInfo | None) 
     limits = []
     if tokenizer is not None and cfg.is_encoder_decoder:
         pair = f"{tokenizer.src_lang or '?'} to {tokenizer.tgt_lang or '?'}"
-        limits.append(f"Translates {pair} only, one sentence at a time.")
+        limits.append(
+            f"Translates {pair} only. A paragraph is cut into sentences, each translated "
+            "and joined back in its spacing; HTML (`--format html`) and documents (.docx, "
+            ".pptx, .srt, ...) keep their markup; all-caps sentences are translated in the "
+            "case the model knows and given back in capitals."
+        )
         if tokenizer.pretokenized:
             limits.append(
                 "Expects tokenised text (as its training data, e.g. Moses-tokenised and "
@@ -194,6 +219,8 @@ def _limits(card: ModelCard, cfg: ModelConfig, tokenizer: TokenizerInfo | None) 
         limits.append(f"Reads at most {cfg.max_positions} tokens (its learned positions).")
     limits.append(
         "Knows only the vocabulary and domain of its training data; words outside them come "
-        "out as pieces or `<unk>`."
+        "out as pieces or `<unk>`. Not for text unlike that data"
+        + (f" ({card.domain})" if card.domain else "")
+        + ": elsewhere it translates fluently and wrongly, with nothing to say so."
     )
     return limits + list(card.limits)
