@@ -77,21 +77,20 @@ class Texts:
 
 
 @dataclass(frozen=True)
-class OffOrAtLeast:
-    """0 (off), or a whole number of at least ``minimum``."""
+class OffOrAtLeast(Whole):
+    """0 (off), or a whole number of at least ``least``."""
 
-    minimum: int
+    minimum: int | None = 0
+    least: int = 2
 
     def describe(self) -> str:
-        return f"0 (off) or a whole number of at least {self.minimum}"
+        return f"0 (off) or a whole number of at least {self.least}"
 
     def problem(self, value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int) or 0 < value < self.minimum:
+        problem = super().problem(value)
+        if problem is None and 0 < value < self.least:
             return f"must be {self.describe()}, got {value!r}"
-        return None if value >= 0 else f"must be {self.describe()}, got {value!r}"
-
-    def parse(self, text: str) -> int:
-        return Whole(0).parse(text)
+        return problem
 
 
 @runtime_checkable
@@ -160,7 +159,7 @@ class SearchOptions:
         4,
         "repetition stop: an output ending in this many consecutive copies of one n-gram "
         "(n <= 6) ends there; 0: off",
-        OffOrAtLeast(2),
+        OffOrAtLeast(least=2),
     )
     all_caps: AllCaps = option(
         "restore",
