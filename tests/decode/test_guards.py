@@ -137,7 +137,7 @@ def translator(trained_model_dir):
 @pytest.mark.parametrize("text_mode", ["natural", "raw"])
 def test_shouted_input_is_translated_in_the_known_case(translator, text_mode):
     shouted = "THE DOG RUNS ON THE STREET ."
-    known = in_known_case([shouted], translator._pieces)[0]
+    known = in_known_case([shouted], translator.count_pieces)[0]
 
     def first(line, **options):
         found = translator.translate([line], SearchOptions(beam=1, text=text_mode, **options))

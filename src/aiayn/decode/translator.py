@@ -250,11 +250,11 @@ class Translator:
         if not any(shouted):
             return texts, shouted
         loud = [t for t, s in zip(texts, shouted, strict=True) if s]
-        known = iter(in_known_case(loud, self._pieces))
+        known = iter(in_known_case(loud, self.count_pieces))
         texts = [next(known) if s else t for t, s in zip(texts, shouted, strict=True)]
         return texts, [s and options.all_caps == "restore" for s in shouted]
 
-    def _pieces(self, words: list[str]) -> list[int]:
+    def count_pieces(self, words: list[str]) -> list[int]:
         """How many source pieces each word is cut into."""
         prepared = [self.src_text.prepare(w) for w in words]
         return [len(row) for row in self.src_tokenizer.encode(prepared)]
