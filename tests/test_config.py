@@ -93,3 +93,5 @@ def test_shipped_sibling_recipes_load():
     assert langs["multi30k_en_fr_tiny"] == ("en", "fr", "tok")
     assert langs["multi30k_en_de_tiny_raw"] == ("en", "de", "raw")
     assert langs["multi30k_en_de_quick"] == ("en", "de", "raw")
+    assert langs["multi30k_fr_en_tiny_raw"] == ("fr", "en", "raw")  # Fr->De through English
+    assert langs["multi30k_fr_de_tiny_raw"] == ("fr", "de", "raw")  # and the direct model
