@@ -1,12 +1,20 @@
-"""Shared fixtures: tiny models on CPU, and the shared corpora (skipped with a reason if absent)."""
+"""Shared fixtures: tiny models on CPU, and the shared corpora (skipped with a reason if absent).
+
+The suite runs in parallel (``bash scripts/test.sh``: pytest-xdist): what a session fixture
+trains is built once per run for all workers (``built_once``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from aiayn.config import ModelConfig, PrepareConfig
 from aiayn.data import prepare
@@ -16,7 +24,9 @@ from .data.corpora import make_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Under pytest-xdist the workers share the cores: one thread each (more only contend).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+torch.set_num_threads(1 if WORKER else min(2, torch.get_num_threads()))
 
 
 def data_dir() -> Path:
@@ -49,6 +59,28 @@ def seedpairs_dir() -> Path:
     return path
 
 
+def built_once(tmp_path_factory, name: str, key: object, build: Callable[[Path], None]) -> Path:
+    """The directory ``build(directory)`` makes, made once per test run for every xdist
+    worker: the first to ask builds it under a file lock, the others wait and read it.
+
+    ``key`` is everything the build depends on (its configuration); it names the directory, so
+    builds of different configurations never meet. Readers must not change the directory.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if WORKER:  # the workers' temporary directories share this run's parent
+        root = root.parent
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    directory = root / "built-once" / f"{name}-{digest}"
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    done = directory.with_name(directory.name + ".done")
+    with FileLock(str(directory) + ".lock"):
+        if not done.is_file():
+            shutil.rmtree(directory, ignore_errors=True)  # a build that failed half-way
+            build(directory)
+            done.touch()
+    return directory
+
+
 def tiny_config(**overrides) -> ModelConfig:
     """The HF-Marian-style tester size: small enough for exhaustive checks in milliseconds."""
     fields = dict(
@@ -68,14 +100,28 @@ def tiny_config(**overrides) -> ModelConfig:
 PROFILES = ["reference", "fast"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped where CUDA is not available."""
-    if torch.cuda.is_available():
-        return
+    """Tests marked ``gpu`` are skipped where CUDA is not available. The tests of a module
+    that share a module-scoped fixture (a server, a built site) form one xdist group: under
+    ``--dist loadgroup`` they run on one worker, so the fixture is made once."""
     skip = pytest.mark.skip(reason="needs CUDA (marked gpu)")
     for item in items:
-        if item.get_closest_marker("gpu") is not None:
+        if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
             item.add_marker(skip)
+        if _uses_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definitions[-1].scope in ("module", "class", "package")
+        for name in info.names_closure
+        if (definitions := info.name2fixturedefs.get(name))
+    )
 
 
 @pytest.fixture(params=PROFILES)
@@ -100,20 +146,30 @@ def random_tokens(
     return ids
 
 
-@pytest.fixture(scope="session")
-def tiny_dataset(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("train-data")
-    paths = make_corpus(root / "corpus", train=600)
+TINY_DATASET = dict(train=600, vocab_size=60)
+
+
+def _prepare_tiny_dataset(root: Path) -> None:
+    paths = make_corpus(root / "corpus", train=TINY_DATASET["train"])
     cfg = PrepareConfig(
         src_lang="src",
         tgt_lang="tgt",
         train=paths["train"],
         valid=paths["valid"],
         test=(paths["test"],),
-        vocab_size=60,
+        vocab_size=TINY_DATASET["vocab_size"],
     )
     prepare(cfg, root / "data")
-    return root / "data"
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory) -> Path:
+    return built_once(tmp_path_factory, "train-data", TINY_DATASET, _prepare_tiny_dataset) / "data"
+
+
+TRAINED = dict(
+    run={"max_updates": 400, "valid_every": 200, "save_every": 200}, model={"dropout": 0.0}
+)
 
 
 @pytest.fixture(scope="session")
@@ -122,14 +178,42 @@ def trained_model_dir(tiny_dataset, tmp_path_factory) -> Path:
     reverse short sentences), as the model directory training writes."""
     from aiayn.train import Trainer
 
-    from .train.conftest import tiny_train_config
+    from .train.conftest import config_dict, tiny_train_config
 
-    run = tmp_path_factory.mktemp("trained") / "run"
-    cfg = tiny_train_config(
-        tiny_dataset,
-        run,
-        run={"max_updates": 400, "valid_every": 200, "save_every": 200},
-        model={"dropout": 0.0},
+    def train(root: Path) -> None:
+        Trainer(tiny_train_config(tiny_dataset, root / "run", **TRAINED)).train()
+
+    key = (TINY_DATASET, config_dict(Path("data"), Path("run"), **TRAINED))
+    return built_once(tmp_path_factory, "trained", key, train) / "run" / "best"
+
+
+def copy_task():
+    """``examples/copy_task.py`` as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "copy_task", REPO_ROOT / "examples" / "copy_task.py"
     )
-    Trainer(cfg).train()
-    return run / "best"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def copy_task_weights(tmp_path_factory) -> Path:
+    """The weights ``examples/copy_task.py`` trains (400 steps), trained once per run."""
+    module = copy_task()
+
+    def train(directory: Path) -> None:
+        directory.mkdir()
+        torch.save(module.train(log_every=0).state_dict(), directory / "model.pt")
+
+    source = (REPO_ROOT / "examples" / "copy_task.py").read_text()
+    return built_once(tmp_path_factory, "copy-task", source, train) / "model.pt"
+
+
+def copy_task_model(weights: Path, *, profile: str = "fast"):
+    """The copy-task model with ``weights``, in eval mode."""
+    model = build_model(copy_task().CONFIG, profile=profile)
+    model.load_state_dict(torch.load(weights, weights_only=True))
+    return model.eval()

@@ -1,7 +1,5 @@
 """The encoder–decoder model: parity with torch.nn.Transformer and the core invariants."""
 
-import importlib.util
-
 import pytest
 import torch
 from torch import nn
@@ -10,7 +8,7 @@ from aiayn import masks
 from aiayn.config import BOS_ID, PAD_ID, model_preset
 from aiayn.models import build_model
 
-from .conftest import REPO_ROOT, random_tokens, tiny_config, tiny_model
+from .conftest import copy_task, copy_task_model, random_tokens, tiny_config, tiny_model
 
 
 def _reference_from(model, cfg) -> nn.Transformer:
@@ -94,7 +92,8 @@ def test_logits_equal_torch_nn_transformer_with_padding(profile):
 
 @pytest.mark.parametrize(("preset", "paper"), [("base", 65e6), ("big", 213e6)])
 def test_parameter_count_matches_table_3(preset, paper):
-    model = build_model(model_preset(preset).with_vocab(37000))
+    with torch.device("meta"):  # shapes only: no memory, no initialisation to wait for
+        model = build_model(model_preset(preset).with_vocab(37000))
     count = sum(p.numel() for p in model.parameters())  # tied weights counted once
     assert abs(count - paper) / paper < 0.05, count
 
@@ -192,14 +191,10 @@ def test_dropout_is_active_in_training_only(profile):
     assert torch.equal(model(src, tgt), model(src, tgt))
 
 
-def test_tiny_model_learns_the_copy_task():
-    """The Annotated Transformer's first exercise (examples/copy_task.py): copy the input."""
-    spec = importlib.util.spec_from_file_location(
-        "copy_task", REPO_ROOT / "examples" / "copy_task.py"
-    )
-    copy_task = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(copy_task)
-    accuracy, _, _ = copy_task.evaluate(copy_task.train(log_every=0))
+def test_tiny_model_learns_the_copy_task(copy_task_weights):
+    """The Annotated Transformer's first exercise (examples/copy_task.py): copy the input
+    (the fixture trains it with the example's ``train``)."""
+    accuracy, _, _ = copy_task().evaluate(copy_task_model(copy_task_weights))
     assert accuracy >= 0.98, accuracy
 
 

@@ -1,7 +1,5 @@
 """Decoding a trained tiny model: cache parity, batch independence, sampling."""
 
-import importlib.util
-
 import pytest
 import torch
 
@@ -9,23 +7,14 @@ from aiayn.config import EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
 from aiayn.decode.search import length_batches
 from aiayn.decode.stepper import UncachedTransformerStepper
-from aiayn.models import build_model
 
-from ..conftest import REPO_ROOT
+from ..conftest import copy_task_model
 
 
 @pytest.fixture(scope="module")
-def copy_models() -> dict:
+def copy_models(copy_task_weights) -> dict:
     """The trained copy-task model, built with each profile (the same weights)."""
-    spec = importlib.util.spec_from_file_location(
-        "copy_task", REPO_ROOT / "examples" / "copy_task.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fast = module.train(log_every=0)
-    reference = build_model(module.CONFIG, profile="reference")
-    reference.load_state_dict(fast.state_dict())
-    return {"fast": fast, "reference": reference.eval()}
+    return {p: copy_task_model(copy_task_weights, profile=p) for p in ("fast", "reference")}
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
 from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 
+from ..conftest import built_once  # noqa: E402
 from ..train.conftest import write_toml  # noqa: E402
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
@@ -127,24 +128,30 @@ def children(pid: int) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="session")  # trained once for every server test module
+LM_TEXT = "to be, or not to be, that is the question.\n" * 40
+LM = {
+    "task": "lm",
+    "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
+    "data": {"block_size": 16, "batch_size": 8},
+    "run": {"max_updates": 60, "save_every": 60, "valid_every": 60},
+}
+
+
+@pytest.fixture(scope="session")
 def lm_dir(tmp_path_factory) -> Path:
+    """A tiny language model (trained once per run for every worker)."""
     from aiayn.cli import main
     from aiayn.data.lm import prepare_lm
 
-    root = tmp_path_factory.mktemp("lm")
-    (root / "text.txt").write_text("to be, or not to be, that is the question.\n" * 40)
-    prepare_lm(root / "text.txt", root / "data")
-    config = {
-        "task": "lm",
-        "model": {"d_model": 32, "n_heads": 4, "d_ff": 64, "n_encoder_layers": 0},
-        "data": {"dir": str(root / "data"), "block_size": 16, "batch_size": 8},
-        "run": {
-            "dir": str(root / "run"),
-            "max_updates": 60,
-            "save_every": 60,
-            "valid_every": 60,
-        },
-    }
-    assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
-    return root / "run" / "best"
+    def train(root: Path) -> None:
+        root.mkdir()
+        (root / "text.txt").write_text(LM_TEXT)
+        prepare_lm(root / "text.txt", root / "data")
+        config = {
+            **LM,
+            "data": {**LM["data"], "dir": str(root / "data")},
+            "run": {**LM["run"], "dir": str(root / "run")},
+        }
+        assert main(["train", str(write_toml(root / "lm.toml", config))]) == 0
+
+    return built_once(tmp_path_factory, "lm", (LM_TEXT, LM), train) / "run" / "best"
