@@ -90,3 +90,19 @@ def test_nbest_is_refused_for_a_document(trained_model_dir, tmp_path, capsys):
     argv = ["translate", "--model", str(trained_model_dir), "-i", str(source), "--nbest", "2"]
     assert main(argv) == 2
     assert "not a srt document" in capsys.readouterr().err
+
+
+def test_protected_spans_survive_in_a_document(translator):
+    """Placeholders and URLs in a run are kept verbatim (``aiayn.text.protect``, on by
+    default), the run's formatting around them too."""
+    document = docx.Document()
+    paragraph = document.add_paragraph("Dear {{name}}, the dog ")
+    paragraph.add_run("runs").bold = True
+    paragraph.add_run(" to https://example.org/park today.")
+    source = io.BytesIO()
+    document.save(source)
+    out = translator.translate_document(source.getvalue(), "docx", SearchOptions(beam=2))
+    text = docx.Document(io.BytesIO(out)).paragraphs[0].text
+    assert text.count("{{name}}") == 1 and text.count("https://example.org/park") == 1
+    runs = docx.Document(io.BytesIO(out)).paragraphs[0].runs
+    assert [r.bold for r in runs] == [None, True, None]
