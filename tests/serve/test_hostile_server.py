@@ -475,6 +475,30 @@ def test_abandoned_completions_stop_at_the_timeout_and_sigterm_ends_the_server(l
         server.stop()
 
 
+def test_a_killed_generating_process_is_a_503_and_is_replaced(lm_server):
+    """SIGKILL the generating process in the middle of a completion: that request gets a
+    clean 503 to retry, the next is answered by a new process, and /health counts it."""
+    body = {"model": "best", "prompt": "to be", "max_tokens": 2048, "temperature": 1.0}
+    [generator] = [
+        p
+        for p in children(lm_server.proc.pid)
+        if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+    ]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(httpx.post, lm_server.url + "/v1/completions", json=body, timeout=60)
+        time.sleep(0.5)
+        os.kill(generator, signal.SIGKILL)
+        answer = pending.result()
+    assert answer.status_code in (200, 503), answer.text[:200]  # 200: it ended before the kill
+    if answer.status_code == 503:
+        assert "retry" in answer.json()["error"]["message"]
+    again = httpx.post(
+        lm_server.url + "/v1/completions", json={**body, "max_tokens": 3}, timeout=60
+    )
+    assert again.status_code == 200, again.text[:200]
+    assert httpx.get(lm_server.url + "/health").json()["processes_restarted"] == 1
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"

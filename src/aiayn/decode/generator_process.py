@@ -78,6 +78,8 @@ class GeneratorProcess:
             DecoderCrashed: the process died; a new one is started for the next request.
         """
         ended = False
+        if not self._process.is_alive():  # it died while idle: no request of it is lost
+            self._restart()
         try:
             self._conn.send(request)
             while True:

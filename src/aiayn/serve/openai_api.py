@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from aiayn.data.tokenizer_files import load_tokenizers
 from aiayn.decode.generator_process import GeneratorProcess
-from aiayn.decode.process import DecoderSpec
+from aiayn.decode.process import DecoderCrashed, DecoderSpec
 from aiayn.errors import AiaynError
 from aiayn.serve import checks
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
@@ -194,6 +194,8 @@ class OpenAICompletions:
                 reason = "stop"
             elif isinstance(error, TimeoutError):
                 reason = "timeout"
+            elif isinstance(error, DecoderCrashed):
+                reason = f"crashed: {error}"
             elif error is not None:
                 reason = f"error: {error}"
             else:
@@ -316,6 +318,8 @@ async def _collect(
             if isinstance(item, _End):
                 if item.reason in ("timeout", "gone"):
                     raise ApiError(503, f"Timed out after {service.settings.timeout:g}s")
+                if item.reason.startswith("crashed"):
+                    raise ApiError(503, item.reason.removeprefix("crashed: "))
                 if item.reason.startswith("error"):
                     raise ApiError(500, item.reason)
                 return "".join(pieces), item
@@ -367,7 +371,8 @@ async def _events(
                 yield "data: [DONE]\n\n"
                 return
             if isinstance(item, _End):
-                reason = "stop" if item.reason.startswith("error") else item.reason
+                failed = item.reason.startswith(("error", "crashed"))
+                reason = "stop" if failed else item.reason
                 yield _sse(
                     _answer(service, kind, [chunk(None, reason, first)], name=name, **usage_field)
                 )
