@@ -5,8 +5,11 @@
 # a network). Each step has a time limit and writes its output into RESULTS_DIR (default
 # gpu-results/; $OUT where that is set), so a failing step costs only itself.
 #
-#   bash bench/gpu.sh [RESULTS_DIR]
+#   bash bench/gpu.sh [RESULTS_DIR [STEP ...]]
 #
+# STEP: tests, train, compiled, decode-base, decode-big, projection (default: all, about 15
+# minutes on an H100, most of it processes starting and compiling: split them over calls
+# where one call is limited).
 # Steps: the CUDA tests (pytest -m gpu); decoding against Hugging Face generate and
 # CTranslate2 (bench/gpu_decode.py); training steps on WMT-length batches against
 # torch.nn.Transformer and Hugging Face Marian, eager and compiled (bench/train.py
@@ -15,6 +18,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results="${1:-${OUT:-gpu-results}}"
+shift || true
+steps="${*:-tests train compiled decode-base decode-big projection}"
 mkdir -p "$results"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 
@@ -42,6 +47,7 @@ export LD_LIBRARY_PATH="$shim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 step() {  # step NAME SECONDS COMMAND...: run it with a time limit, its output into NAME.txt
     local name=$1 limit=$2
     shift 2
+    [[ " $steps " == *" $name "* ]] || return 0
     echo "== $name ($(date -u +%T), limit ${limit}s): $*"
     timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$results/$name.txt"
     echo "== $name: exit ${PIPESTATUS[0]}"
@@ -58,10 +64,11 @@ if [ -f .gpu/wmt_data.tgz ]; then
     mkdir -p /tmp/aiayn-wmt && tar -xzf .gpu/wmt_data.tgz -C /tmp/aiayn-wmt && data=/tmp/aiayn-wmt/wmt_data
 fi
 
-step tests 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_cuda.py
-step train 110 python3 bench/train.py --device cuda --shape wmt --sizes base big --steps 6 --trace "$results/trace.txt"
-step compiled 110 python3 bench/train.py --device cuda --shape wmt --sizes big --steps 6 --systems --compiled aiayn nn.Transformer
-step decode 150 python3 bench/gpu_decode.py --sizes base big --batches 64 1024 --repeats 2
+step tests 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_cuda.py
+step train 180 python3 bench/train.py --device cuda --shape wmt --sizes base big --steps 6 --trace "$results/trace.txt"
+step compiled 360 python3 bench/train.py --device cuda --shape wmt --sizes big --steps 6 --systems --compiled aiayn nn.Transformer
+step decode-base 180 python3 bench/gpu_decode.py --sizes base --batches 64 1024 --repeats 2
+step decode-big 240 python3 bench/gpu_decode.py --sizes big --batches 64 1024 --repeats 2
 if [ -n "$data" ]; then
-    step projection 60 python3 bench/wmt_projection.py --data "$data" --updates 200
+    step projection 240 python3 bench/wmt_projection.py --data "$data" --updates 60
 fi
