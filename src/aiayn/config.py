@@ -287,7 +287,7 @@ class RunConfig:
     profile: str | None = None  # aiayn.accel.PROFILES: plain modules, or the tricks (None)
     device: str = "auto"  # auto, cpu, cuda, cuda:N
     dist_timeout_minutes: float = 30.0  # several processes: how long a collective may wait
-    threads: int = 0  # torch intra-op threads (0: PyTorch's default)
+    threads: int = 0  # torch intra-op threads (0: the cores other processes leave idle)
     max_nonfinite: int = 5  # consecutive non-finite losses before the run stops
     valid_bleu: bool = False  # translation: also decode the validation set and score BLEU
     valid_beam: int = 1  # beam size for validation BLEU (1: greedy)

@@ -14,6 +14,19 @@ import torch.distributed as dist
 from aiayn.errors import AiaynError
 
 
+def idle_cores() -> int:
+    """The CPU cores this process may use that other processes left idle: the cores it may
+    run on less the load average of the last minute (at least 1). On a busy machine more
+    threads than idle cores make each update wait for the slowest (PyTorch's threads spin
+    and wait for each other); training's ``run.threads = 0`` uses this many."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available (Windows)
+        load = 0.0
+    return max(1, min(cores or 1, round((cores or 1) - load)))
+
+
 def mixed_seed(seed: int, rank: int, counter: int) -> int:
     """One seed from the run's seed, the process's rank and a counter (an update or a batch
     number). Randomness is re-seeded from it before each update, as fairseq does, so a

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -144,11 +145,15 @@ def one_line(error: BaseException) -> str:
 
 class TerminalReporter:
     """Shows a training run: a progress bar with ETA when standard error is a terminal,
-    log lines otherwise."""
+    log lines otherwise (and, before the first report, a line at updates 1 and 10)."""
+
+    EARLY = (1, 10)  # the updates a log without a bar hears of before the first report
 
     def __init__(self) -> None:
         self._bar: Any = None
         self._interactive = sys.stderr.isatty()
+        self._start = time.perf_counter()
+        self._reported = False
 
     def log(self, message: str) -> None:
         if self._bar is not None:
@@ -158,6 +163,10 @@ class TerminalReporter:
 
     def progress(self, update: int, total: int, row: Row | None) -> None:
         if not self._interactive:
+            self._reported = self._reported or row is not None
+            if not self._reported and update in self.EARLY:
+                seconds = time.perf_counter() - self._start
+                log(f"update {update:,} of {total:,} ({seconds:.1f}s since the start)")
             return
         if self._bar is None:
             from tqdm import tqdm

@@ -26,6 +26,7 @@ from aiayn.runtime import (
     ddp_arguments,
     distributed_from_env,
     emulated_bfloat16_warning,
+    idle_cores,
     init_distributed,
     mixed_seed,
     resolve_precision,
@@ -60,6 +61,8 @@ from aiayn.train.run_dir import (
 from aiayn.train.schedule import learning_rate
 from aiayn.train.state import TrainerState, UpdateResult, Window
 from aiayn.train.tasks import TrainingBatch, make_task
+
+SLOW_FRACTION = 1 / 3  # a window this much slower than the first: warned about, once
 
 Validator = Callable[[nn.Module], Row]
 """Extra validation metrics from the model in eval mode, e.g. BLEU (wired in by the caller)."""
@@ -100,8 +103,8 @@ class Trainer:
         self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
         self.run_dir = Path(cfg.run.dir)
         self.reporter = reporter or LoggingReporter()
-        if cfg.run.threads > 0:
-            torch.set_num_threads(cfg.run.threads)
+        self._first_speed: float | None = None  # the first window's tokens/s
+        self._slow_warned = False
         self.dist: Distributed = distributed_from_env()
         if self.dist.is_main:
             check_run_directory(self.run_dir)
@@ -111,6 +114,9 @@ class Trainer:
         except BaseException:
             self.close()
             raise
+        # run.threads, else as many as the run started with, else the idle cores
+        self.state.threads = cfg.run.threads or self.state.threads or idle_cores()
+        torch.set_num_threads(self.state.threads)
 
     def _set_up(self, resume: bool) -> None:
         cfg = self.cfg
@@ -214,7 +220,7 @@ class Trainer:
         self.log(
             f"training {sum(p.numel() for p in self.model.parameters()):,} parameters "
             f"on {self.device} ({self.dist.world_size} process(es), {self.precision}, "
-            f"{self.model.profile.name} profile)"
+            f"{self.model.profile.name} profile, {torch.get_num_threads()} CPU thread(s))"
         )
         window = Window()
         self._window_start = window.start
@@ -353,7 +359,20 @@ class Trainer:
             f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f} | lr {lr:.2e} | "
             f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | {rss:,.0f} MiB | epoch {self.task.epoch}"
         )
+        self._check_speed(row[Metric.TOKENS_PER_S])
         return row
+
+    def _check_speed(self, speed: float) -> None:
+        """Warn once when a window's tokens/s falls below ``SLOW_FRACTION`` of the first's."""
+        if self._first_speed is None:
+            self._first_speed = speed
+        elif not self._slow_warned and speed < SLOW_FRACTION * self._first_speed:
+            self._slow_warned = True
+            self.log(
+                f"warning: {speed:,.0f} target tokens/s, {speed / self._first_speed:.0%} of the "
+                f"first window's: the CPU is busy with other work? Fewer threads may help "
+                f"(run.threads = 1 or --set run.threads=1; now {torch.get_num_threads()})"
+            )
 
     @torch.no_grad()
     def validate(self) -> Row:

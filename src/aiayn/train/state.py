@@ -23,6 +23,7 @@ class TrainerState:
     nonfinite_in_row: int = 0
     tokens: int = 0
     train_seconds: float = 0.0
+    threads: int = 0  # the CPU threads chosen at the start (0: not yet), kept on resume
 
     @classmethod
     def restored(cls, saved: dict, *, valid_bleu: bool) -> TrainerState:

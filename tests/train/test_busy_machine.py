@@ -1,0 +1,37 @@
+"""A busy machine: training's default threads are the idle cores, a run that slows down far
+below its first window says so, and a log without a progress bar hears of the first updates."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from aiayn import runtime
+from aiayn.cli.common import TerminalReporter
+from aiayn.train.loop import SLOW_FRACTION, Trainer
+
+
+@pytest.mark.parametrize(("load", "threads"), [(0.0, 4), (1.2, 3), (3.9, 1), (20.0, 1)])
+def test_idle_cores_leave_out_the_load(monkeypatch, load, threads):
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (load, load, load))
+    assert runtime.idle_cores() == threads
+
+
+def test_a_window_far_slower_than_the_first_is_warned_about_once():
+    said = []
+    trainer = SimpleNamespace(_first_speed=None, _slow_warned=False, log=said.append)
+    for speed in (900.0, 800.0, 900.0 * SLOW_FRACTION * 0.9, 100.0):
+        Trainer._check_speed(trainer, speed)
+    assert len(said) == 1 and "30% of the first window's" in said[0]
+    assert "run.threads = 1" in said[0]
+
+
+def test_a_log_hears_of_updates_1_and_10_before_the_first_report(monkeypatch, capsys):
+    reporter = TerminalReporter()
+    reporter._interactive = False  # standard error is a file or a pipe
+    for update in range(1, 12):
+        reporter.progress(update, 500, None)
+    reporter.progress(100, 500, {"loss": 1.0})
+    reporter.progress(101, 500, None)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("update")]
+    assert [line.split(" (")[0] for line in lines] == ["update 1 of 500", "update 10 of 500"]
