@@ -489,12 +489,17 @@ def test_a_killed_generating_process_is_a_503_and_is_replaced(lm_server):
         time.sleep(0.5)
         os.kill(generator, signal.SIGKILL)
         answer = pending.result()
-    assert answer.status_code in (200, 503), answer.text[:200]  # 200: it ended before the kill
-    if answer.status_code == 503:
-        assert "retry" in answer.json()["error"]["message"]
-    again = httpx.post(
-        lm_server.url + "/v1/completions", json={**body, "max_tokens": 3}, timeout=60
-    )
+    # 200: it ended before the kill; 503: retry (or timed out, on a machine so loaded that
+    # the new process took longer than --timeout to load)
+    assert answer.status_code in (200, 503) and "Traceback" not in answer.text, answer.text
+    deadline = time.monotonic() + 120
+    while True:  # answered by the new process once it has loaded
+        again = httpx.post(
+            lm_server.url + "/v1/completions", json={**body, "max_tokens": 3}, timeout=60
+        )
+        if again.status_code == 200 or time.monotonic() > deadline:
+            break
+        assert again.status_code == 503, again.text[:200]
     assert again.status_code == 200, again.text[:200]
     assert httpx.get(lm_server.url + "/health").json()["processes_restarted"] == 1
 
