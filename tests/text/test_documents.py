@@ -209,3 +209,9 @@ def test_epub_chapters_are_translated_and_the_rest_copied():
 
     book = epub.read_epub(io.BytesIO(out), {"ignore_ncx": True})  # a reader opens it
     assert book.title == "The park"
+
+
+def test_markdown_front_matter_is_kept():
+    page = b"---\ntitle: the dogs\ntags: [park]\n---\n\nA dog runs.\n"
+    out = translate_document(page, "markdown", shout)
+    assert out == b"---\ntitle: the dogs\ntags: [park]\n---\n\nA DOG RUNS.\n"

@@ -1,8 +1,9 @@
-"""Markdown (CommonMark with tables and strikethrough), parsed by markdown-it-py.
+"""Markdown (CommonMark with tables, strikethrough and front matter), parsed by
+markdown-it-py (and mdit-py-plugins' front matter).
 
 Only the text of paragraphs, headings, list items, quotes and table cells changes; every
 other character of the file stays where it was (markers, indentation, link targets, code
-blocks, HTML blocks, front matter lines that are not paragraphs). A paragraph, heading or
+blocks, HTML blocks, a YAML front matter between ``---`` lines). A paragraph, heading or
 cell is a segment; its text pieces between emphasis and link markers are its runs, its line
 breaks stay where they were. Inline code, inline HTML, autolinks and images are kept and cut
 the segment there (the HTML rule of ``aiayn.text.html``). A text piece is found in the
@@ -17,6 +18,7 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
 
 from aiayn.text.documents.base import Limits, Run, RunDocument, decoded, reading
 
@@ -28,7 +30,12 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 def read_markdown(data: bytes, what: str, limits: Limits) -> RunDocument:
     """A Markdown file's paragraphs, headings, list items, quotes and cells."""
     source = decoded(data, what)
-    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
+    parser = (
+        MarkdownIt("commonmark")
+        .enable(["table", "strikethrough"])
+        .disable("text_join")
+        .use(front_matter_plugin)
+    )
     with reading(what, "Markdown file"):
         tokens = parser.parse(source)
     starts = [0]
