@@ -20,8 +20,8 @@ def docx_bytes(*, runs: int = 0) -> bytes:
     with a number, a header and a footer (``runs``: a paragraph of that many runs too)."""
     import docx
     from docx.opc.constants import RELATIONSHIP_TYPE
-    from docx.oxml import OxmlElement
-    from docx.oxml.ns import qn
+    from docx.oxml import OxmlElement, parse_xml
+    from docx.oxml.ns import nsdecls, qn
 
     document = docx.Document()
     document.add_heading("The dogs of the park", level=1)
@@ -50,6 +50,14 @@ def docx_bytes(*, runs: int = 0) -> bytes:
         (1, 1): "42",
     }.items():
         table.cell(r, c).text = value
+    box = document.add_paragraph()._p  # a text box (VML), which python-docx cannot add
+    box.append(
+        parse_xml(
+            f'<w:r {nsdecls("w")} xmlns:v="urn:schemas-microsoft-com:vml"><w:pict><v:shape>'
+            "<v:textbox><w:txbxContent><w:p><w:r><w:t>A note in a box</w:t></w:r></w:p>"
+            "</w:txbxContent></v:textbox></v:shape></w:pict></w:r>"
+        )
+    )
     section = document.sections[0]
     section.header.paragraphs[0].text = "A report about the park"
     section.footer.paragraphs[0].text = "Page footer text"

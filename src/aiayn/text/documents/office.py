@@ -1,8 +1,8 @@
 """Word (.docx, python-docx) and PowerPoint (.pptx, python-pptx) documents as runs.
 
 A paragraph is a segment; its runs (those inside hyperlinks too) carry their formatting.
-Word: the body's paragraphs and tables (nested tables too, a merged cell once), and every
-section's own headers and footers (first-page and even-page ones too). PowerPoint: every
+Word: the body's paragraphs and tables (nested tables too, a merged cell once), text boxes,
+and every section's own headers and footers (first-page and even-page ones too). PowerPoint: every
 slide's shapes (inside groups too), its tables' cells and its notes.
 """
 
@@ -41,6 +41,7 @@ def read_docx(data: bytes, what: str, limits: Limits) -> RunDocument:
 
 def _word_paragraphs(document: WordDocument) -> Iterator[Paragraph]:
     yield from _blocks(document.iter_inner_content())
+    yield from _text_boxes(document.element.body, document._body)
     seen: set[int] = set()
     for section in document.sections:
         for part in (
@@ -55,6 +56,7 @@ def _word_paragraphs(document: WordDocument) -> Iterator[Paragraph]:
                 continue
             seen.add(id(part.part))
             yield from _blocks(part.iter_inner_content())
+            yield from _text_boxes(part._element, part)
 
 
 def _blocks(blocks: Iterator[Paragraph | Table]) -> Iterator[Paragraph]:
@@ -68,6 +70,13 @@ def _blocks(blocks: Iterator[Paragraph | Table]) -> Iterator[Paragraph]:
                 if id(cell._tc) not in cells:  # a merged cell appears once per grid column
                     cells.add(id(cell._tc))
                     yield from _blocks(cell.iter_inner_content())
+
+
+def _text_boxes(element, parent) -> Iterator[Paragraph]:
+    """The paragraphs of the text boxes under ``element`` (a drawing's and its VML
+    fallback's: both are shown, by different programs), which python-docx does not list."""
+    for paragraph in element.xpath(".//w:txbxContent//w:p"):
+        yield Paragraph(paragraph, parent)
 
 
 def _word_runs(paragraph: Paragraph) -> list[Run]:
