@@ -532,6 +532,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "--vocab-from",
     ),
     (
+        "translate --format html: 1,600 nested <b>",
+        file_at("deep.txt", "<b>" * 1600 + "the dog\n"),
+        ["translate", "--model", "{w}/run/best", "-i", "{t}/deep.txt", "--format", "html"],
+        "HTML nested deeper than",
+    ),
+    (
         "prepare --vocab-from a language model",
         NONE,
         [*VOCAB_FROM, "{w}/lmrun/best"],
