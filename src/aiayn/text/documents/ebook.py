@@ -1,8 +1,9 @@
-"""EPUB e-books: ebooklib reads the package and names its content documents; each is
-translated as an HTML page (``aiayn.text.html``, all chapters in one call), and the book is
-written back member by member with ``zipfile``: the package document, navigation, styles,
-fonts and pictures are copied as they were (ebooklib's own writer rebuilds them, and cannot
-write every book it reads), the ``mimetype`` member first and stored, as EPUB requires."""
+"""EPUB e-books: ebooklib reads the package and names its content documents and its
+navigation document (the table of contents); each is translated as an HTML page
+(``aiayn.text.html``, all in one call), and the book is written back member by member with
+``zipfile``: the package document, EPUB 2's NCX, styles, fonts and pictures are copied as
+they were (ebooklib's own writer rebuilds them, and cannot write every book it reads), the
+``mimetype`` member first and stored, as EPUB requires."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from aiayn.text.documents.base import DocumentError, Limits, check_package, deco
 from aiayn.text.html import HtmlText
 
 KIND = "EPUB e-book"
+_PAGES = (".xhtml", ".html", ".htm")  # content and navigation documents (not EPUB 2's NCX)
 
 
 class EpubDocument:
@@ -52,10 +54,10 @@ def read_epub(data: bytes, what: str, limits: Limits) -> EpubDocument:
     with reading(what, KIND):
         book = epub.read_epub(io.BytesIO(data), {"ignore_ncx": True})
         items = [
-            item
-            for item in book.get_items_of_type(ebooklib.ITEM_DOCUMENT)
-            if not isinstance(item, epub.EpubNav)
+            *book.get_items_of_type(ebooklib.ITEM_DOCUMENT),
+            *book.get_items_of_type(ebooklib.ITEM_NAVIGATION),
         ]
+        items = [item for item in items if item.file_name.lower().endswith(_PAGES)]
     limits.check(what, len(items), limits.max_parts, "chapters")
     chapters = {}
     for item in items:
