@@ -105,6 +105,7 @@ def _bomb() -> bytes:
             413,
             "4 cues, more than the limit of 3",
         ),
+        ("runs.docx", lambda: docx_bytes(runs=10_000), 400, "exceeds text limit (20000)"),
         ("a.pdf", lambda: b"%PDF", 400, "file format not supported"),
         ("empty.md", lambda: b"", 400, "empty file"),
     ],
