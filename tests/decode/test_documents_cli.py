@@ -106,3 +106,15 @@ def test_protected_spans_survive_in_a_document(translator):
     assert text.count("{{name}}") == 1 and text.count("https://example.org/park") == 1
     runs = docx.Document(io.BytesIO(out)).paragraphs[0].runs
     assert [r.bold for r in runs] == [None, True, None]
+
+
+def test_a_document_from_standard_input_to_standard_output(
+    trained_model_dir, translator, monkeypatch, capsysbinary
+):
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SRT.encode())))
+    argv = ["translate", "--model", str(trained_model_dir), "--format", "srt", "--beam", "1"]
+    assert main(argv) == 0
+    out = capsysbinary.readouterr().out
+    assert out == translator.translate_document(SRT.encode(), "srt", SearchOptions(beam=1))
