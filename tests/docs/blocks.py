@@ -9,11 +9,14 @@ HTML comment on the line before a fence changes that:
 - ``<!-- test: background (why) -->``: started and left running (a server) while the
   document's later blocks run, then stopped; it must answer ``GET /health`` on the port it
   names with ``--port``.
+- ``<!-- test: once (why) -->``: a document's first runnable block, the quick try that makes
+  what the guide works on (a small model); run once for all the documents that start with
+  the same block, whose scratch directories get a copy of the files it made.
 
-A document's blocks run in order, in one working directory where
-``runs/multi30k_en_de_tiny/model`` is a small trained translator (languages ``en`` and
-``de``) and ``configs/`` is the repository's. Each block stands alone (a Python block does not
-see the names of the one before it).
+A document's blocks run in order, in a fresh scratch directory outside the repository that
+holds the repository's ``configs/`` (what a clone gives) and nothing else: what a block
+uses, an earlier block of the same document made or fetched. Each block stands alone (a
+Python block does not see the names of the one before it).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = {"python", "bash"}
-MARK = re.compile(r"<!-- test: (?P<mark>skip|background)(?: \((?P<why>[^)]*)\))? -->")
+MARK = re.compile(r"<!-- test: (?P<mark>skip|background|once)(?: \((?P<why>[^)]*)\))? -->")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*$")
 
 
@@ -34,7 +37,7 @@ class Block:
     line: int  # of the opening fence, from 1
     lang: str
     code: str
-    mark: str | None  # "skip", "background" or None
+    mark: str | None  # "skip", "background", "once" or None
     why: str | None
 
     @property
