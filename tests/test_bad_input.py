@@ -493,6 +493,12 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("extends itself", toml_text('extends = "train.toml"\n'), [*TRAIN], "cycle"),
     ("--set without =", NONE, ["train", "{w}/train.toml", "--set", "run.max_updates"], "KEY=VALUE"),
     (
+        "--set list whose quotes the shell took",
+        NONE,
+        ["train", "{w}/train.toml", "--set", "data.dir=[{w}/data, x]"],
+        "strings inside need double quotes, and the shell keeps them only inside single quotes",
+    ),
+    (
         "--set into a value",
         NONE,
         ["train", "{w}/train.toml", "--set", "run.dir.x=1"],

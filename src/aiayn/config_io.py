@@ -165,7 +165,9 @@ def model_config_of(directory: str | os.PathLike, *, where: str) -> ModelConfig:
 
 
 def parse_override(assignment: str) -> tuple[list[str], Any]:
-    """``"optim.lr=0.001"`` -> (["optim", "lr"], 0.001); values use TOML syntax, else strings."""
+    """``"optim.lr=0.001"`` -> (["optim", "lr"], 0.001); values use TOML syntax, else strings
+    (a value that opens a TOML list, table or string must be one: a quote the shell took away
+    is an error that says so)."""
     toml = _toml()
     key, sep, raw = assignment.partition("=")
     if not sep or not key.strip():
@@ -173,6 +175,12 @@ def parse_override(assignment: str) -> tuple[list[str], Any]:
     try:
         value = toml.loads(f"v = {raw}")["v"]
     except toml.TOMLDecodeError:
+        if raw.strip()[:1] in ("[", "{", '"', "'"):
+            raise ConfigError(
+                f"--set {assignment!r}: {raw.strip()} is not a TOML value; strings inside "
+                f"need double quotes, and the shell keeps them only inside single quotes: "
+                f"""--set '{key.strip()}=["a", "b"]'"""
+            ) from None
         value = raw
     return key.strip().split("."), value
 
