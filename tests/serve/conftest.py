@@ -61,12 +61,15 @@ class Server:
 
     def stop(self) -> str:
         """SIGTERM; the server must end cleanly (uvicorn re-raises the signal once done) after
-        saying what it answered. Its standard error."""
+        saying what it answered (and, when it started, that it was loading, and in how long).
+        Its standard error."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         _, err = self.proc.communicate(timeout=60)
         assert self.proc.returncode in (0, -signal.SIGTERM), err
         assert "stopped: answered" in err, err
+        loading = err.index("decoding process(es) each")  # the loading steps, in order
+        assert loading < err.index("loaded in ") < err.index("serving "), err
         return err
 
 

@@ -46,6 +46,8 @@ def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
     expected = expected_translations(en_de, [sentence])[0]
     assert f'<div id="translation">{expected}</div>' in dom.stdout, dom.stderr[-2000:]
     assert 'src="blob:' in dom.stdout  # the heatmap image was fetched and shown
+    assert "Drawing the attention picture" in dom.stdout  # said while it is drawn
+    assert '<small id="drawing" role="status"></small>' in dom.stdout  # and gone once shown
     assert shot.returncode == 0, shot.stderr[-2000:]
     image = Image.open(tmp_path / "page.png").convert("RGB")
     assert _text_in_translation_box(image), "the translation box is empty in the screenshot"

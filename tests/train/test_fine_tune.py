@@ -18,7 +18,7 @@ from aiayn.train import Trainer
 from aiayn.train.init_from import InitFromError
 
 from ..data.corpora import write_lines
-from .conftest import config_dict, tiny_train_config
+from .conftest import Messages, config_dict, tiny_train_config
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_fine_tuning_starts_from_the_models_weights_with_a_fresh_optimiser(base_
     del values["model"]  # the architecture comes from the model
     values["model"] = {"dropout": 0.0}  # regularisation may differ
     cfg = train_config_from_dict(values)
-    trainer = Trainer(cfg)
+    messages = Messages()
+    trainer = Trainer(cfg, reporter=messages)
     start = load_model(base_model)[0].state_dict()
     for name, tensor in trainer.model.state_dict().items():
         assert torch.equal(tensor, start[name]), name
@@ -83,6 +84,8 @@ def test_fine_tuning_starts_from_the_models_weights_with_a_fresh_optimiser(base_
     rows = [json.loads(line) for line in (tmp_path / "ft" / "metrics.jsonl").open()]
     last = [r for r in rows if r["kind"] == "valid"][-1]
     assert last["nll"] < first["nll"]
+    [scored] = [m for m in messages if m.endswith("(the starting model, before fine-tuning)")]
+    assert scored.startswith(f"valid       0 | loss {first['loss']:.3f} | nll {first['nll']:.3f}")
     assert read_tokenizer_info(tmp_path / "ft" / "best").sha256 == (
         read_tokenizer_info(base_model).sha256
     )

@@ -7,6 +7,7 @@ import argparse
 import importlib.util
 import os
 import socket
+import time
 
 from aiayn.cli.common import (
     UsageError,
@@ -150,7 +151,13 @@ def run(args: argparse.Namespace) -> int:
     )
     listener = _listen(args.host, args.port)
     port = listener.getsockname()[1]  # the real one, also for --port 0
+    log(
+        f"loading {len(args.model)} model(s) into {workers} decoding process(es) each "
+        f"(a model directory takes seconds to a minute to load and pack)..."
+    )
+    start = time.perf_counter()
     app = create_app(settings, on_stop=lambda summary: log(f"stopped: {summary}"))
+    log(f"loaded in {time.perf_counter() - start:.1f}s")
     log(
         f"serving {', '.join(args.model)} on http://{args.host}:{port}/ ({device}, {workers} "
         f"worker(s) of {threads} thread(s))"

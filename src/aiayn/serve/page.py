@@ -35,6 +35,7 @@ PAGE = """<!doctype html>
 <div id="translation"></div>
 <small id="confidence"></small>
 <div id="error"></div>
+<small id="drawing" role="status"></small>
 <img id="attention" alt="">
 <script>
 const source = document.getElementById("source");
@@ -42,6 +43,7 @@ const out = document.getElementById("translation");
 const error = document.getElementById("error");
 const picture = document.getElementById("attention");
 const sure = document.getElementById("confidence");
+const drawing = document.getElementById("drawing");
 const pair = document.getElementById("pair");
 const asked = new URLSearchParams(location.search);
 const askedPair = `${asked.get("source")} ${asked.get("target")}`;
@@ -73,10 +75,14 @@ async function translate() {
   const params = new URLSearchParams({q: q, translation: answer.translatedText,
     ...languages()});
   if (key) params.set("api_key", key);
+  drawing.textContent = "Drawing the attention picture (it takes a few seconds)…";
   const png = await fetch("attention.png?" + params);
   if (png.ok) {
     picture.src = URL.createObjectURL(await png.blob());
     picture.alt = "encoder-decoder attention";
+    drawing.textContent = "";
+  } else {
+    drawing.textContent = `The attention picture could not be drawn (${png.status}).`;
   }
 }
 

@@ -222,6 +222,8 @@ class Trainer:
             f"on {self.device} ({self.dist.world_size} process(es), {self.precision}, "
             f"{self.model.profile.name} profile, {torch.get_num_threads()} CPU thread(s))"
         )
+        if self.cfg.run.init_from and self.state.update == 0:
+            self._score_start()
         window = Window()
         self._window_start = window.start
         first_update = self.state.update
@@ -398,6 +400,18 @@ class Trainer:
         self.model.train()
         self.release_memory()
         return row
+
+    def _score_start(self) -> None:
+        """A fine-tuning run's starting model on the validation set, logged (not kept as
+        the best: the run's own models are), for its later validations to be compared with."""
+        row = self.validate()
+        extra = "".join(
+            f" | {k.value} {v:.2f}" for k, v in row.items() if k not in (Metric.LOSS, Metric.NLL)
+        )
+        self.log(
+            f"valid       0 | loss {row[Metric.LOSS]:.3f} | nll {row[Metric.NLL]:.3f}{extra} "
+            "(the starting model, before fine-tuning)"
+        )
 
     def _validate(self) -> bool:
         """Validate, keep the best model; True when early stopping says stop."""
