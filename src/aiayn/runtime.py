@@ -8,23 +8,27 @@ import datetime
 import os
 from dataclasses import dataclass
 
+import psutil
 import torch
 import torch.distributed as dist
 
 from aiayn.errors import AiaynError
 
+IDLE_SAMPLE_S = 0.5  # how long idle_cores watches the machine
+
 
 def idle_cores() -> int:
-    """The CPU cores this process may use that other processes left idle: the cores it may
-    run on less the load average of the last minute (at least 1). On a busy machine more
-    threads than idle cores make each update wait for the slowest (PyTorch's threads spin
-    and wait for each other); training's ``run.threads = 0`` uses this many."""
+    """The CPU cores this process may use that other processes leave idle now: the cores it
+    may run on less those the whole machine kept busy over the last ``IDLE_SAMPLE_S``
+    seconds (at least 1). On a busy machine more threads than idle cores make each update
+    wait for the slowest (PyTorch's threads spin and wait for each other); training's
+    ``run.threads = 0`` uses this many. Sampled now rather than read from the load average,
+    which still counts work that just ended (a pipeline's own data preparation) for a
+    minute after it ended."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # not available (Windows)
-        load = 0.0
-    return max(1, min(cores or 1, round((cores or 1) - load)))
+    machine = psutil.cpu_count() or 1
+    busy = psutil.cpu_percent(interval=IDLE_SAMPLE_S) / 100 * machine
+    return max(1, min(cores or 1, round(machine - busy)))
 
 
 def mixed_seed(seed: int, rank: int, counter: int) -> int:

@@ -10,11 +10,21 @@ from aiayn.cli.common import TerminalReporter
 from aiayn.train.loop import SLOW_FRACTION, Trainer
 
 
-@pytest.mark.parametrize(("load", "threads"), [(0.0, 4), (1.2, 3), (3.9, 1), (20.0, 1)])
-def test_idle_cores_leave_out_the_load(monkeypatch, load, threads):
+@pytest.mark.parametrize(
+    ("busy_percent", "threads"), [(0.0, 4), (30.0, 3), (97.0, 1), (100.0, 1), (60.0, 2)]
+)
+def test_idle_cores_leave_out_what_the_machine_keeps_busy(monkeypatch, busy_percent, threads):
     monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda _: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(runtime.psutil, "cpu_count", lambda: 4)
+    monkeypatch.setattr(runtime.psutil, "cpu_percent", lambda interval: busy_percent)
     assert runtime.idle_cores() == threads
+
+
+def test_idle_cores_are_at_most_the_cores_this_process_may_run_on(monkeypatch):
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(runtime.psutil, "cpu_count", lambda: 8)
+    monkeypatch.setattr(runtime.psutil, "cpu_percent", lambda interval: 0.0)
+    assert runtime.idle_cores() == 2
 
 
 def test_a_window_far_slower_than_the_first_is_warned_about_once():
