@@ -1,13 +1,11 @@
 """A busy machine: training's default threads are the idle cores, a run that slows down far
 below its first window says so, and a log without a progress bar hears of the first updates."""
 
-from types import SimpleNamespace
-
 import pytest
 
 from aiayn import runtime
 from aiayn.cli.common import TerminalReporter
-from aiayn.train.loop import SLOW_FRACTION, Trainer
+from aiayn.train.metrics import SLOW_FRACTION, SpeedWatch
 
 
 @pytest.mark.parametrize(
@@ -28,10 +26,9 @@ def test_idle_cores_are_at_most_the_cores_this_process_may_run_on(monkeypatch):
 
 
 def test_a_window_far_slower_than_the_first_is_warned_about_once():
-    said = []
-    trainer = SimpleNamespace(_first_speed=None, _slow_warned=False, log=said.append)
-    for speed in (900.0, 800.0, 900.0 * SLOW_FRACTION * 0.9, 100.0):
-        Trainer._check_speed(trainer, speed)
+    watch = SpeedWatch()
+    speeds = (900.0, 800.0, 900.0 * SLOW_FRACTION * 0.9, 100.0)
+    said = [warning for speed in speeds if (warning := watch.check(speed, threads=2))]
     assert len(said) == 1 and "30% of the first window's" in said[0]
     assert "run.threads = 1" in said[0]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from aiayn.config import Recipe
 from aiayn.config_io import config_to_dict
 from aiayn.pipeline.corpus import CorpusFiles, corpus_files, data_dir, default_corpus_dir
-from aiayn.pipeline.stages import STAGES, Job, Stage, TestResult
+from aiayn.pipeline.stages import STAGES, Job, Stage, TestResult, need
 from aiayn.train.metrics import LoggingReporter, Reporter
 
 __all__ = [
@@ -100,7 +100,7 @@ def run_pipeline(
         for stage in stages:
             if stage.when(job):
                 seconds[stage.name] = _run_stage(stage, job)
-    trained = job.need("trained")
+    trained = need(job.trained, "trained")
     result = PipelineResult(
         work_dir=str(work),
         updates=trained.update,

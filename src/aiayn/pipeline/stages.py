@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -111,16 +112,19 @@ class Job:
     def model_dir(self) -> Path:
         return self.work / "model"
 
-    def need(self, name: str):
-        """The value an earlier stage left in field ``name``.
 
-        Raises:
-            RuntimeError: no stage before this one set it (the table's order is wrong).
-        """
-        value = getattr(self, name)
-        if value is None:
-            raise RuntimeError(f"the pipeline has no {name} yet: a stage runs too early")
-        return value
+T = TypeVar("T")
+
+
+def need(value: T | None, name: str) -> T:
+    """``value``, the Job field ``name`` that an earlier stage set, typed as the field is.
+
+    Raises:
+        RuntimeError: no stage before this one set it (the table's order is wrong).
+    """
+    if value is None:
+        raise RuntimeError(f"the pipeline has no {name} yet: a stage runs too early")
+    return value
 
 
 def _never(job: Job) -> bool:
@@ -158,7 +162,7 @@ def fetch_corpus(job: Job) -> None:
 
 
 def prepare_config(job: Job) -> PrepareConfig:
-    corpus: CorpusFiles = job.need("corpus")
+    corpus = need(job.corpus, "corpus")
     return PrepareConfig(
         src_lang=job.p.src_lang,
         tgt_lang=job.p.tgt_lang,
@@ -260,7 +264,7 @@ def search_options(p: PipelineConfig, alpha: float) -> SearchOptions:
 def tune_alpha(job: Job) -> None:
     """The length-penalty exponent with the best validation BLEU among ``tune_alpha`` (the
     first one on ties), and every exponent's score."""
-    p, corpus, translator = job.p, job.need("corpus"), job.need("translator")
+    p, corpus, translator = job.p, need(job.corpus, "corpus"), need(job.translator, "translator")
     sources, references = read_split(corpus.valid, p)
     scores = {}
     for alpha in p.tune_alpha:
@@ -275,12 +279,12 @@ def tune_alpha(job: Job) -> None:
 
 def translate_and_score(job: Job) -> None:
     """Translates each test split into ``results/SPLIT.LANG.hyp`` and scores it."""
-    corpus: CorpusFiles = job.need("corpus")
+    corpus = need(job.corpus, "corpus")
     job.tests = [translate_split(job, split, prefix) for split, prefix in corpus.tests.items()]
 
 
 def translate_split(job: Job, split: str, prefix: str) -> TestResult:
-    p, corpus, translator = job.p, job.need("corpus"), job.need("translator")
+    p, corpus, translator = job.p, need(job.corpus, "corpus"), need(job.translator, "translator")
     sources, references = read_split(prefix, p)
     begin = time.perf_counter()
     options = search_options(p, job.alpha)

@@ -10,11 +10,13 @@ with what it knows; what nobody knows is said to be unknown, never left out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from aiayn.config import ModelConfig
+from aiayn.config import ModelConfig, TrainConfig
+from aiayn.config_io import config_to_dict
 from aiayn.data.tokenizer_files import TokenizerInfo
 
 CARD_FILE = "README.md"
@@ -59,6 +61,39 @@ class ModelCard:
     signatures: dict[str, str] = field(default_factory=dict)  # metric -> sacreBLEU's, for
     # the scores a trainer records (validation BLEU and chrF)
     notes: dict[str, str] = field(default_factory=dict)  # further facts, name -> value
+
+
+def trained_card(
+    card: ModelCard,
+    cfg: TrainConfig,
+    updates: int,
+    tokens: int,
+    criterion: str,
+    scores: Mapping[str, float],
+) -> ModelCard:
+    """``card`` (what the trainer's caller knows) completed for the best model of a training
+    run after ``updates`` updates: its origin, config, data and validation ``scores`` (by the
+    names of ``metrics.jsonl``: nll, ppl, bleu, chrf), each BLEU and chrF with the signature
+    ``card.signatures`` gives; ``criterion`` chose it."""
+    split, note = cfg.data.valid_split, f"update {updates}, during training"
+    shown = [Score(split, "loss (nll)", scores["nll"], note=note)]
+    shown.append(Score(split, "perplexity", scores["ppl"], note=note))
+    search = "greedy" if cfg.run.valid_beam == 1 else f"beam {cfg.run.valid_beam}"
+    for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
+        if metric in scores:
+            signature = card.signatures.get(metric, "")
+            shown.append(Score(split, f"{name} ({search})", scores[metric], signature, note))
+    started = f", starting from {cfg.run.init_from}" if cfg.run.init_from else ""
+    return replace(
+        card,
+        origin=card.origin
+        or f"Trained by aiayn for {updates:,} updates ({tokens:,} target tokens{started}); "
+        f"the checkpoint with the best validation {criterion}.",
+        config=config_to_dict(cfg),
+        started_from=cfg.run.init_from,
+        data=dataset_files(cfg.data.dir),
+        scores=tuple(shown),
+    )
 
 
 def dataset_files(directory: str | Path) -> tuple[DataFile, ...]:

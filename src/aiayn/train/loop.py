@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -32,13 +31,9 @@ from aiayn.runtime import (
     resolve_precision,
     select_device,
 )
-from aiayn.store.card import ModelCard, Score, dataset_files
+from aiayn.store.card import ModelCard, trained_card
 from aiayn.store.model_dir import read_model_config, save_model
-from aiayn.train.checkpoint import (
-    list_checkpoints,
-    restore_newest,
-    save_checkpoint,
-)
+from aiayn.train.checkpoint import list_checkpoints, restore_newest, save_checkpoint
 from aiayn.train.init_from import check_init_from, load_init_weights
 from aiayn.train.metrics import (
     BY_BLEU,
@@ -50,6 +45,9 @@ from aiayn.train.metrics import (
     MetricsLog,
     Reporter,
     Row,
+    SpeedWatch,
+    train_message,
+    valid_message,
 )
 from aiayn.train.optim import make_optimizer
 from aiayn.train.run_dir import (
@@ -61,8 +59,6 @@ from aiayn.train.run_dir import (
 from aiayn.train.schedule import learning_rate
 from aiayn.train.state import TrainerState, UpdateResult, Window
 from aiayn.train.tasks import TrainingBatch, make_task
-
-SLOW_FRACTION = 1 / 3  # a window this much slower than the first: warned about, once
 
 Validator = Callable[[nn.Module], Row]
 """Extra validation metrics from the model in eval mode, e.g. BLEU (wired in by the caller)."""
@@ -103,8 +99,7 @@ class Trainer:
         self.criterion: Criterion = BY_BLEU if cfg.run.valid_bleu else BY_NLL
         self.run_dir = Path(cfg.run.dir)
         self.reporter = reporter or LoggingReporter()
-        self._first_speed: float | None = None  # the first window's tokens/s
-        self._slow_warned = False
+        self.speed = SpeedWatch()
         self.dist: Distributed = distributed_from_env()
         if self.dist.is_main:
             check_run_directory(self.run_dir)
@@ -224,17 +219,15 @@ class Trainer:
         )
         if self.cfg.run.init_from and self.state.update == 0:
             self._score_start()
-        window = Window()
-        self._window_start = window.start
+        self.window = Window()
         first_update = self.state.update
         while not self._should_stop():
             result = self._update()
-            window.add(result)
+            self.window.add(result)
             row = None
             if self.state.update % run.log_every == 0:
-                row = self._report(window)
-                window = Window()
-                self._window_start = window.start
+                row = self._report(self.window)
+                self.window = Window()
             if self.dist.is_main:
                 self.reporter.progress(self.state.update, run.max_updates, row)
             other_work = time.perf_counter()
@@ -242,9 +235,9 @@ class Trainer:
                 break
             if self.state.update % run.save_every == 0:
                 self.save()
-            window.excluded += time.perf_counter() - other_work
-        if window.updates:
-            self._report(window)
+            self.window.excluded += time.perf_counter() - other_work
+        if self.window.updates:
+            self._report(self.window)
         finished_before = self.state.update == first_update  # resumed after its last update
         if self.state.update % run.save_every != 0 and not finished_before:
             self.save()
@@ -260,7 +253,7 @@ class Trainer:
             return True
         if not run.max_minutes:
             return False
-        elapsed = self.state.train_seconds + time.perf_counter() - self._window_start
+        elapsed = self.state.train_seconds + self.window.seconds
         out_of_time = torch.tensor(float(elapsed > 60.0 * run.max_minutes))
         if self._all_reduce(out_of_time).item() > 0:  # every rank stops at the same update
             self.log(f"time budget of {run.max_minutes:g} minutes used: stopping")
@@ -356,25 +349,10 @@ class Trainer:
         }
         self.state.train_seconds += window.seconds
         self.metrics.write(Kind.TRAIN, self.state.update, row)
-        self.log(
-            f"update {self.state.update:>6} | loss {row[Metric.LOSS]:.3f} | "
-            f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f} | lr {lr:.2e} | "
-            f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | {rss:,.0f} MiB | epoch {self.task.epoch}"
-        )
-        self._check_speed(row[Metric.TOKENS_PER_S])
+        self.log(train_message(self.state.update, row))
+        if warning := self.speed.check(row[Metric.TOKENS_PER_S], torch.get_num_threads()):
+            self.log(warning)
         return row
-
-    def _check_speed(self, speed: float) -> None:
-        """Warn once when a window's tokens/s falls below ``SLOW_FRACTION`` of the first's."""
-        if self._first_speed is None:
-            self._first_speed = speed
-        elif not self._slow_warned and speed < SLOW_FRACTION * self._first_speed:
-            self._slow_warned = True
-            self.log(
-                f"warning: {speed:,.0f} target tokens/s, {speed / self._first_speed:.0%} of the "
-                f"first window's: the CPU is busy with other work? Fewer threads may help "
-                f"(run.threads = 1 or --set run.threads=1; now {torch.get_num_threads()})"
-            )
 
     @torch.no_grad()
     def validate(self) -> Row:
@@ -382,19 +360,12 @@ class Trainer:
         before and after, so that validation's batch shapes do not add to training's."""
         self.release_memory()
         self.model.eval()
-        loss_sum = nll_sum = tokens = 0.0
+        sums = Window()
         for batch in self.task.valid_batches():
             with self._autocast():
                 loss, nll = self.loss_model(*batch.model_inputs)
-            loss_sum += float(loss)
-            nll_sum += float(nll)
-            tokens += batch.n_tgt_tokens
-        nll = nll_sum / max(tokens, 1)
-        row: Row = {
-            Metric.LOSS: loss_sum / max(tokens, 1),
-            Metric.NLL: nll,
-            Metric.PPL: math.exp(min(nll, 50.0)),
-        }
+            sums.add(UpdateResult(float(loss), float(nll), batch.n_tgt_tokens, finite=True))
+        row = sums.losses()
         for validator in self.validators:
             row |= validator(self.model)
         self.model.train()
@@ -405,13 +376,7 @@ class Trainer:
         """A fine-tuning run's starting model on the validation set, logged (not kept as
         the best: the run's own models are), for its later validations to be compared with."""
         row = self.validate()
-        extra = "".join(
-            f" | {k.value} {v:.2f}" for k, v in row.items() if k not in (Metric.LOSS, Metric.NLL)
-        )
-        self.log(
-            f"valid       0 | loss {row[Metric.LOSS]:.3f} | nll {row[Metric.NLL]:.3f}{extra} "
-            "(the starting model, before fine-tuning)"
-        )
+        self.log(valid_message(0, row, best=False) + " (the starting model, before fine-tuning)")
 
     def _validate(self) -> bool:
         """Validate, keep the best model; True when early stopping says stop."""
@@ -434,13 +399,7 @@ class Trainer:
                 )
         else:
             self.state.stale_validations += 1
-        shown = (Metric.LOSS, Metric.NLL, Metric.PPL, Metric.BLEU_BEAM)
-        extra = "".join(f" | {k.value} {v:.2f}" for k, v in row.items() if k not in shown)
-        self.log(
-            f"valid  {self.state.update:>6} | loss {row[Metric.LOSS]:.3f} | "
-            f"nll {row[Metric.NLL]:.3f} | ppl {row[Metric.PPL]:.2f}{extra}"
-            + (" | best" if better else "")
-        )
+        self.log(valid_message(self.state.update, row, best=better))
         patience = self.cfg.run.patience
         if patience and self.state.stale_validations >= patience:
             self.log(f"early stop: no improvement in {patience} validations")
@@ -449,27 +408,8 @@ class Trainer:
 
     def _card(self, row: Row) -> ModelCard:
         """The model card of the model as it is now, validated with ``row``."""
-        cfg, state = self.cfg, self.state
-        split, note = cfg.data.valid_split, f"update {state.update}, during training"
-        scores = [Score(split, "loss (nll)", row[Metric.NLL], note=note)]
-        scores.append(Score(split, "perplexity", row[Metric.PPL], note=note))
-        search = "greedy" if cfg.run.valid_beam == 1 else f"beam {cfg.run.valid_beam}"
-        for metric, name in ((Metric.BLEU, "BLEU"), (Metric.CHRF, "chrF")):
-            if metric in row:
-                signature = self.card.signatures.get(metric.value, "")
-                scores.append(Score(split, f"{name} ({search})", row[metric], signature, note))
-        started = f", starting from {cfg.run.init_from}" if cfg.run.init_from else ""
-        return replace(
-            self.card,
-            origin=self.card.origin
-            or f"Trained by aiayn for {state.update:,} updates ({state.tokens:,} target "
-            f"tokens{started}); the checkpoint with the best validation "
-            f"{self.criterion.metric.value}.",
-            config=config_to_dict(cfg),
-            started_from=cfg.run.init_from,
-            data=dataset_files(cfg.data.dir),
-            scores=tuple(scores),
-        )
+        state, criterion = self.state, self.criterion.metric.value
+        return trained_card(self.card, self.cfg, state.update, state.tokens, criterion, row)
 
     def save(self) -> Path | None:
         if not self.dist.is_main:

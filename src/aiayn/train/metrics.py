@@ -109,6 +109,53 @@ class SilentReporter:
         pass
 
 
+SLOW_FRACTION = 1 / 3  # a window this much slower than the first: warned about, once
+
+
+class SpeedWatch:
+    """Says once when a window's tokens/s falls below ``SLOW_FRACTION`` of the first's."""
+
+    def __init__(self) -> None:
+        self.first: float | None = None  # the first window's tokens/s
+        self.warned = False
+
+    def check(self, speed: float, threads: int) -> str | None:
+        """The warning for a window of ``speed`` tokens/s trained on ``threads`` threads, or
+        None."""
+        if self.first is None:
+            self.first = speed
+            return None
+        if self.warned or speed >= SLOW_FRACTION * self.first:
+            return None
+        self.warned = True
+        return (
+            f"warning: {speed:,.0f} target tokens/s, {speed / self.first:.0%} of the "
+            f"first window's: the CPU is busy with other work? Fewer threads may help "
+            f"(run.threads = 1 or --set run.threads=1; now {threads})"
+        )
+
+
+def train_message(update: int, row: Row) -> str:
+    """The line a reporter gets for a window of training updates (``row``: its summary, the
+    learning rate, memory and epoch)."""
+    return (
+        f"update {update:>6} | loss {row[Metric.LOSS]:.3f} | nll {row[Metric.NLL]:.3f} | "
+        f"ppl {row[Metric.PPL]:.2f} | lr {row[Metric.LR]:.2e} | "
+        f"{row[Metric.TOKENS_PER_S]:,.0f} tok/s | {row[Metric.RSS_MB]:,.0f} MiB | "
+        f"epoch {row[Metric.EPOCH]:.0f}"
+    )
+
+
+def valid_message(update: int, row: Row, *, best: bool) -> str:
+    """The line a reporter gets for a validation (``best``: its model is the best so far)."""
+    shown = (Metric.LOSS, Metric.NLL, Metric.PPL, Metric.BLEU_BEAM)
+    extra = "".join(f" | {k.value} {v:.2f}" for k, v in row.items() if k not in shown)
+    return (
+        f"valid  {update:>6} | loss {row[Metric.LOSS]:.3f} | nll {row[Metric.NLL]:.3f} | "
+        f"ppl {row[Metric.PPL]:.2f}{extra}" + (" | best" if best else "")
+    )
+
+
 class MetricsLog:
     """Writes ``RUN/metrics.jsonl`` and TensorBoard events in ``RUN/tensorboard`` (rank 0 only).
 

@@ -68,12 +68,16 @@ class Window:
     def seconds(self) -> float:
         return time.perf_counter() - self.start
 
-    def summary(self) -> Row:
+    def losses(self) -> Row:
+        """Loss, NLL and perplexity per target token (of training, or of a validation)."""
         tokens = max(self.tokens, 1)
         nll = self.nll / tokens
         return {
             Metric.LOSS: self.loss / tokens,
             Metric.NLL: nll,
             Metric.PPL: math.exp(min(nll, 50.0)),
-            Metric.TOKENS_PER_S: self.tokens / max(self.seconds - self.excluded, 1e-9),
         }
+
+    def summary(self) -> Row:
+        speed = self.tokens / max(self.seconds - self.excluded, 1e-9)
+        return self.losses() | {Metric.TOKENS_PER_S: speed}
