@@ -235,7 +235,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--sets", nargs="+", default=["2016", "2017"])
-    parser.add_argument("--parts", nargs="+", default=["spans", "glossary", "confidence"])
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=["spans", "glossary", "confidence"],
+        default=["spans", "glossary", "confidence"],
+    )
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
     parser.add_argument("--beam", type=int, default=5)
@@ -251,14 +256,15 @@ def main() -> None:
         name = f"test_{year}_flickr"
         src = read(data_dir() / f"{name}.{args.src}.gz", args.limit)
         ref = read(data_dir() / f"{name}.{args.tgt}.gz", args.limit)
-        row: dict = {"set": name, "beam": args.beam}
-        if "spans" in args.parts:
-            row["spans"] = spans(translator, options, src, ref, args.seed)
-        if "glossary" in args.parts:
-            row["glossary"] = glossary(translator, options, src, ref, args.seed, args.src, args.tgt)
-        if "confidence" in args.parts:
-            row["confidence"] = confidence(translator, options, src, ref)
-        print(json.dumps(row, ensure_ascii=False, indent=1), flush=True)
+        for part in args.parts:  # each printed as soon as it is measured
+            if part == "spans":
+                found = spans(translator, options, src, ref, args.seed)
+            elif part == "glossary":
+                found = glossary(translator, options, src, ref, args.seed, args.src, args.tgt)
+            else:
+                found = confidence(translator, options, src, ref)
+            row = {"set": name, "beam": args.beam, part: found}
+            print(json.dumps(row, ensure_ascii=False, indent=1), flush=True)
 
 
 if __name__ == "__main__":

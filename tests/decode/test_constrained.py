@@ -83,3 +83,16 @@ def test_beams_are_dealt_round_robin_over_banks():
 def test_the_number_of_constraint_lists_must_match_the_batch():
     with pytest.raises(ValueError, match="constraint lists"):
         constrained_beam_search(ScriptedDecoder({10: PREFERS_A}), _src(10), [[], []])
+
+
+def test_no_glued_token_right_after_a_constraint(profile):
+    """A token that continues a word (``glued``) never follows a completed constraint, so
+    the term stays a word of its own; elsewhere it may come."""
+    script = {(): {C: 0.9}, (C,): {D: 0.9}, (C, D): {EOS_ID: 0.9}, (C, A): {EOS_ID: 0.9}}
+    decoder = ScriptedDecoder({12: script})
+    [[free]] = _search(decoder, _src(12), [[[C]]], profile, beam=3, alpha=None)
+    assert free.tokens == [C, D]
+    glued = torch.zeros(700, dtype=torch.bool)
+    glued[D] = True
+    [[kept_apart]] = _search(decoder, _src(12), [[[C]]], profile, beam=3, alpha=None, glued=glued)
+    assert kept_apart.tokens[:1] == [C] and kept_apart.tokens[1:2] != [D]

@@ -96,10 +96,13 @@ def constrained_beam_search(
     stopping: str = "exact",
     max_len_a: float | None = None,
     repeat_stop: int | None = None,
+    glued: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """``aiayn.decode.beam.beam_search`` whose hypotheses hold each sentence's
     ``constraints`` (its token sequences, without BOS/EOS; a sentence may have none),
-    with the same guards (``max_len_a``, ``repeat_stop``).
+    with the same guards (``max_len_a``, ``repeat_stop``). ``glued``: (V,) the tokens that
+    continue a word (a subword without its word-start mark), never emitted right after a
+    constraint, so a term stays a word of its own (``Mann``, not ``Mannschaft``).
 
     Returns:
         For each sentence, ``nbest`` hypotheses, best first: those holding every
@@ -123,6 +126,7 @@ def constrained_beam_search(
     tokens = torch.full((b, 1), specials.bos, dtype=torch.long, device=device)  # (A·W, 1)
     alive = torch.zeros((b, 1), device=device)  # (A, W)
     met, matched = progress.start()  # (A·W, C) each
+    ended = torch.zeros(b, dtype=torch.bool, device=device)  # (A·W,) a constraint just met
     pool = _Pool(b, k, longest + 2, device, specials)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
     for step in range(longest):
@@ -134,13 +138,16 @@ def constrained_beam_search(
             at_max |= looping(history, repeat_stop)
         _restrict(log_probs, at_max=at_max, specials=specials)
         log_probs[~met.all(dim=1) & ~at_max, specials.eos] = NEG_INF  # unmet: no EOS yet
+        if glued is not None:
+            log_probs.masked_fill_(ended[:, None] & glued, NEG_INF)  # (A·W, V)
         beams, new, scores = _candidates(
             log_probs, alive, met, matched, progress.tokens[active], 2 * k, extensions
         )  # (A, M) each
         rows = beams + width * torch.arange(a, device=device)[:, None]  # (A, M)
         c = met.size(1)
+        before = met[rows.view(-1)].view(a, -1, c)  # (A, M, C)
         cand_met, cand_matched, bank = progress.advance(
-            active, met[rows.view(-1)].view(a, -1, c), matched[rows.view(-1)].view(a, -1, c), new
+            active, before, matched[rows.view(-1)].view(a, -1, c), new
         )
         is_eos = new == specials.eos
         finished = is_eos & torch.isfinite(scores)
@@ -157,6 +164,7 @@ def constrained_beam_search(
         chosen_rows, chosen_tokens = rows.gather(1, pick), new.gather(1, pick)  # (A, K) each
         met = cand_met.gather(1, pick[..., None].expand(-1, -1, c))  # (A, K, C)
         matched = cand_matched.gather(1, pick[..., None].expand(-1, -1, c))  # (A, K, C)
+        ended = (cand_met & ~before).any(dim=2).gather(1, pick)  # (A, K)
         kept = None
         if done.any():
             kept = (~done).nonzero().squeeze(1)  # (A',)
@@ -166,10 +174,10 @@ def constrained_beam_search(
                 chosen_rows[kept],
                 chosen_tokens[kept],
             )
-            met, matched = met[kept], matched[kept]
+            met, matched, ended = met[kept], matched[kept], ended[kept]
         chosen_rows = chosen_rows.view(-1)  # (A'·K,)
         tokens = torch.cat([tokens[chosen_rows], chosen_tokens.view(-1, 1)], dim=1)
-        met, matched = met.view(-1, c), matched.view(-1, c)  # (A'·K, C)
+        met, matched, ended = met.view(-1, c), matched.view(-1, c), ended.view(-1)  # (A'·K, ·)
         state = decoder.reorder(state, chosen_rows, sentences=kept)
     return pool.results(nbest)
 

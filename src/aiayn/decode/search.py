@@ -4,6 +4,8 @@ where the batch has constraints."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from aiayn.decode.beam import beam_search
@@ -29,12 +31,14 @@ def search(
     stopping: str,
     max_len_a: float | None = None,
     repeat_stop: int | None = None,
+    glued: Sequence[bool] = (),
 ) -> list[list[Found]]:
     """Each sentence's hypotheses, best first: greedy for beam 1 without constraints, else
     beam search, constrained (with a beam of at least ``GREEDY_FALLBACK_BEAM``) where
     ``constraints`` is given. ``model`` gives the special ids and the profile's
     argmax and extensions; ``max_len_a`` and ``repeat_stop`` are the guards
-    (``aiayn.decode.guards``)."""
+    (``aiayn.decode.guards``); ``glued``: per target token, whether it continues a word
+    (``aiayn.decode.terms.glued_tokens``), never right after a constraint."""
     specials = model.specials
     if beam == 1 and constraints is None:
         log_probs = torch.zeros(src.size(0), src.size(1) + max_len_b, device=src.device)  # (B, T)
@@ -65,7 +69,8 @@ def search(
     if constraints is None:
         found = beam_search(stepper, src, **kwargs)
     else:
-        found = constrained_beam_search(stepper, src, constraints, **kwargs)
+        mask = torch.tensor(glued, dtype=torch.bool, device=src.device) if glued else None
+        found = constrained_beam_search(stepper, src, constraints, glued=mask, **kwargs)
     return [
         [(h.tokens, h.score, confidence(h.log_prob, len(h.tokens))) for h in hyps] for hyps in found
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from aiayn.config import UNK_ID
 from aiayn.data.tokenizer import Tokenizer
@@ -104,6 +105,16 @@ def constraints_of(
 def _targets(m: Marked) -> list[str]:
     spans = [s.sentinel for s in m.masked.spans] if m.masked else []
     return spans + [t.target for t in m.terms]
+
+
+@lru_cache(maxsize=16)
+def glued_tokens(tokenizer: Tokenizer) -> tuple[bool, ...]:
+    """Per target token, whether it continues the word before it: a SentencePiece piece
+    that starts with a letter or digit, not with the word-start mark ``▁`` (punctuation may
+    follow a word directly). None of them may follow a completed glossary term or
+    sentinel."""
+    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
+    return tuple(bool(p) and p[0].isalnum() for p in pieces)
 
 
 def confidence(log_prob: float, n_tokens: int) -> float:

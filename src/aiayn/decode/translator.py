@@ -18,6 +18,7 @@ from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.decode.terms import (
     Translation,
     constraints_of,
+    glued_tokens,
     join,
     keep_confident,
     mark,
@@ -389,6 +390,7 @@ class Translator:
             stopping=options.stopping,
             max_len_a=self._max_len_a(options),
             repeat_stop=options.repeat_stop or None,
+            glued=glued_tokens(self.tgt_tokenizer) if constraints else (),
         )
         return [[self._translation(*h) for h in hyps] for hyps in found]
 
