@@ -259,3 +259,22 @@ def test_unsupported_configurations_are_named(tmp_path, change, words):
     (tmp_path / "hf" / "config.json").write_text(json.dumps({**config, **change}))
     with pytest.raises(MarianImportError, match=words):
         import_marian(tmp_path / "hf", tmp_path / "out")
+
+
+def test_protected_spans_glossaries_and_confidence_work_on_an_imported_model(marian):
+    """An opus-mt model gets the same terms and trust as aiayn's own, without retraining:
+    each span back once, a glossary term imposed (in the pieces its vocabulary cuts it
+    into), a confidence in [0, 1]."""
+    from aiayn.text.glossary import Glossary
+
+    _, _, translator, kind = marian
+    token = ">>deu<<" if kind == "multilingual" else None
+    line = "a man {{name}} stands at https://example.org/x with %(count)d dogs ."
+    [[found]] = translator.translate([line], SearchOptions(beam=2), target_token=token)
+    for span in ("{{name}}", "https://example.org/x", "%(count)d"):
+        assert found.text.count(span) == 1
+    assert 0 < found.confidence <= 1
+    term = translator.tgt_tokenizer.decode(translator.tgt_tokenizer.encode(["Leiter"])[0])
+    options = SearchOptions(beam=2, glossary=Glossary.from_pairs([("ladder", term)]))
+    [[forced]] = translator.translate([SOURCES[0]], options, target_token=token)
+    assert term.lower() in forced.text.lower()
