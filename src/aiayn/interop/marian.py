@@ -22,6 +22,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from aiayn.accel import REFERENCE
+from aiayn.checks import Number, Rule, Whole
 from aiayn.config import ModelConfig, SpecialIds
 from aiayn.data.marian import MarianTokenizer
 from aiayn.data.tokenizer import TokenizerError
@@ -345,11 +346,7 @@ def _whole(
 ) -> int:
     """A whole-number field of ``config.json`` (a JSON integer, at least ``minimum``)."""
     value = config.get(name, default) if default is not None else _field(config, name, where)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise MarianImportError(
-            f"{where}: {name} = {value!r} is not a whole number of at least {minimum}"
-        )
-    return value
+    return _checked(value, Whole(minimum), name, where)
 
 
 def _fraction(config: dict, name: str, where: Path, default: float) -> float:
@@ -357,9 +354,18 @@ def _fraction(config: dict, name: str, where: Path, default: float) -> float:
     value = config.get(name, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-        raise MarianImportError(f"{where}: {name} = {value!r} is not a number in [0, 1)")
-    return float(value)
+    return float(_checked(value, Number(0.0, 1.0, below=True), name, where))
+
+
+def _checked(value: Any, rule: Rule, name: str, where: Path) -> Any:
+    """``value`` of the field ``name`` if ``rule`` (``aiayn.checks``) allows it.
+
+    Raises:
+        MarianImportError: naming the file, the field and what it must be.
+    """
+    if problem := rule.problem(value):
+        raise MarianImportError(f"{where}: {name} {problem}")
+    return value
 
 
 def _need(directory: Path, name: str) -> Path:
