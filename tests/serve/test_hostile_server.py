@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from aiayn.serve.common import HEALTH
+
 from .conftest import ENV, SENTENCES, children, expected_translations, httpx, wait_until_healthy
 
 GOOD = {"q": "the dog runs", "source": "en", "target": "de"}
@@ -421,6 +423,7 @@ def test_the_language_model_server_survives_its_clients(lm_server, lm_dir):
         assert done.status_code == 200, done.text
     health = httpx.get(lm_server.url + "/health").json()
     assert health["workers"] == 1 and health["workers_restarted"] == 0
+    assert set(HEALTH) <= set(health) and health["requests"] >= 2
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -643,7 +646,7 @@ def test_32_clients_with_hostile_requests_mixed_in(translator_server, lm_server,
     assert outcomes["retry"] <= 32, outcomes  # at most the batch the killed process held
     r = httpx.post(url + "/translate", json=GOOD, timeout=60)
     assert r.json()["translatedText"] == expected[GOOD["q"]]
-    assert httpx.get(url + "/health").json()["decoders_restarted"] == 1  # /health says so
+    assert httpx.get(url + "/health").json()["processes_restarted"] == 1  # /health says so
     for pid, was, (threads, files) in zip(servers, before, handles, strict=True):
         assert _rss_mb(pid) < was + 400, (was, _rss_mb(pid))
         now_threads, now_files = _handles(pid)

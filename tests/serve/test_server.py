@@ -21,6 +21,8 @@ from aiayn.search_options import SearchOptions
 httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
+from aiayn.serve.common import HEALTH  # noqa: E402
+
 from .conftest import SENTENCES, Server, children, expected_translations  # noqa: E402
 
 
@@ -142,6 +144,7 @@ def test_what_a_request_gets_never_depends_on_its_batch(server, en_de):
     with concurrent.futures.ThreadPoolExecutor(12) as pool:
         got = list(pool.map(one, texts))
     after = httpx.get(server.url + "/health").json()
+    assert set(HEALTH) <= set(after)  # named as the completions server names them
     assert got == expected
     batches, requests = after["batches"] - before["batches"], after["requests"] - before["requests"]
     assert requests == len(texts) and batches < requests  # some were decoded together

@@ -58,6 +58,36 @@ def add_parsers(sub) -> None:
         default=5000,
         help="characters per request (more gets 400)",
     )
+    _add_file_options(s)
+    s.add_argument("--api-keys", metavar="FILE", help="accept only these keys (one a line)")
+    s.add_argument(
+        "--suggestions",
+        metavar="FILE",
+        help="accept /suggest, appending each suggestion to FILE (one JSON object a line)",
+    )
+    s.add_argument(
+        "--cors",
+        nargs="*",
+        default=["*"],
+        metavar="ORIGIN",
+        help="origins browsers may call from (default: any)",
+    )
+    s.add_argument(
+        "--workers",
+        type=integer(minimum=1, maximum=256),
+        help="batches decoded side by side (default: one per CPU core; 1 on a GPU)",
+    )
+    s.add_argument(
+        "--threads",
+        type=integer(minimum=1, maximum=1024),
+        help="threads per worker (default: 1 on the CPU, where small batches use one core "
+        "best; see aiayn.serve.engine)",
+    )
+    s.set_defaults(handler=run)
+
+
+def _add_file_options(s: argparse.ArgumentParser) -> None:
+    """The bounds of ``/translate_file``'s documents, and how long a translation is kept."""
     s.add_argument(
         "--max-file-mb",
         type=integer(minimum=1, maximum=20),
@@ -85,31 +115,6 @@ def add_parsers(sub) -> None:
         help="how long a translated file waits at /download_file (kept in the server's own "
         "temporary folder, deleted when it expires or the server stops)",
     )
-    s.add_argument("--api-keys", metavar="FILE", help="accept only these keys (one a line)")
-    s.add_argument(
-        "--suggestions",
-        metavar="FILE",
-        help="accept /suggest, appending each suggestion to FILE (one JSON object a line)",
-    )
-    s.add_argument(
-        "--cors",
-        nargs="*",
-        default=["*"],
-        metavar="ORIGIN",
-        help="origins browsers may call from (default: any)",
-    )
-    s.add_argument(
-        "--workers",
-        type=integer(minimum=1, maximum=256),
-        help="batches decoded side by side (default: one per CPU core; 1 on a GPU)",
-    )
-    s.add_argument(
-        "--threads",
-        type=integer(minimum=1, maximum=1024),
-        help="threads per worker (default: 1 on the CPU, where small batches use one core "
-        "best; see aiayn.serve.engine)",
-    )
-    s.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -162,3 +162,50 @@ def seed(values: dict[str, Any], name: str = "seed", *, strict: bool = False) ->
     if values.get(name) is None:
         return None
     return whole_number(values, name, 0, minimum=0, maximum=MAX_SEED, strict=strict)
+
+
+def texts(values: dict[str, Any], name: str, char_limit: int) -> list[str]:
+    """``values[name]``: a non-empty string or list of strings, valid Unicode, at most
+    ``char_limit`` characters in all (LibreTranslate's ``q``)."""
+    found = values.get(name)
+    if found is None or found == "" or found == []:
+        raise BadRequest(f"Invalid request: missing {name} parameter")
+    items = [found] if isinstance(found, str) else found
+    if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+        raise BadRequest(f"Invalid request: {name} must be a string or a list of strings")
+    size = sum(len(t) for t in items)
+    if size > char_limit:
+        raise BadRequest(f"Invalid request: request ({size}) exceeds text limit ({char_limit})")
+    return [text(t, name) for t in items]
+
+
+def word(values: dict[str, Any], name: str) -> str:
+    """A short string parameter (a language code), stripped; "" when absent."""
+    found = values.get(name)
+    if found is None:
+        return ""
+    if not isinstance(found, str):
+        raise BadRequest(f"Invalid request: {name} must be a string, got {type(found).__name__}")
+    return text(found, name).strip()
+
+
+def file_text(content: bytes | None, char_limit: int) -> str:
+    """A text file's content (UTF-8, a byte-order mark allowed), within the text limit
+    (``None``: a file of more bytes than that many characters can take, left unread).
+
+    Raises:
+        BadRequest: an empty, undecodable or too long file.
+    """
+    if content is None:
+        raise BadRequest(f"Invalid request: the file exceeds text limit ({char_limit})")
+    try:
+        found = content.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"Invalid request: the file is not UTF-8 text ({e.reason})") from None
+    if not found.strip():
+        raise BadRequest("Invalid request: empty file")
+    if len(found) > char_limit:
+        raise BadRequest(
+            f"Invalid request: request ({len(found)}) exceeds text limit ({char_limit})"
+        )
+    return found

@@ -78,6 +78,9 @@ class ApiError(AiaynError):
         self.code = code  # a machine-readable code, where the API has them (OpenAI's)
 
 
+HEALTH = ("requests", "processes_restarted")  # in every /health body, named the same
+
+
 @runtime_checkable
 class Service(Protocol):
     """One API over the served models: its routes, its error shape, what ``/health`` adds,
@@ -94,7 +97,9 @@ class Service(Protocol):
         ...
 
     def health(self) -> dict[str, Any]:
-        """What ``/health`` reports beside ``"status": "ok"``."""
+        """What ``/health`` reports beside ``"status": "ok"``: every API names its answered
+        requests ``requests`` and its decoding processes replaced after dying
+        ``processes_restarted`` (``HEALTH``), then what is its own."""
         ...
 
     def summary(self) -> str:
@@ -132,7 +137,7 @@ async def request_values(request: Request) -> dict[str, Any]:
     string, browsers JSON).
 
     Raises:
-        ApiError: 400 for a body that is not JSON / a JSON object.
+        BadRequest: a body that is not JSON / a JSON object, or an unreadable form.
     """
     values: dict[str, Any] = dict(request.query_params)
     kind = request.headers.get("content-type", "")
@@ -141,8 +146,8 @@ async def request_values(request: Request) -> dict[str, Any]:
         if raw.strip() and ("json" in kind or raw.lstrip()[:1] == b"{"):
             values.update(_json_object(raw))
         elif raw.strip():
-            raise ApiError(
-                400, f"Invalid request: send JSON (Content-Type: application/json), got {kind!r}"
+            raise BadRequest(
+                f"Invalid request: send JSON (Content-Type: application/json), got {kind!r}"
             )
     elif "form" in kind:
         try:
@@ -150,7 +155,7 @@ async def request_values(request: Request) -> dict[str, Any]:
         except ApiError:  # a body over its limit (serve.limits)
             raise
         except Exception as e:  # multipart parser errors have no common base
-            raise ApiError(400, f"Invalid request: unreadable form ({type(e).__name__})") from None
+            raise BadRequest(f"Invalid request: unreadable form ({type(e).__name__})") from None
         keys = list(form)
         if len(keys) == 1 and keys[0].lstrip().startswith("{") and not form[keys[0]]:
             values.update(_json_object(keys[0]))  # curl -d '{...}': JSON sent as a form
@@ -162,21 +167,15 @@ async def request_values(request: Request) -> dict[str, Any]:
 
 
 def _json_object(raw: bytes | str) -> dict[str, Any]:
-    try:
-        data = parse_json(raw)
-    except BadRequest as e:
-        raise ApiError(400, str(e)) from None
+    data = parse_json(raw)
     if not isinstance(data, dict):
-        raise ApiError(400, "Invalid request: the JSON body must be an object")
+        raise BadRequest("Invalid request: the JSON body must be an object")
     return data
 
 
 def check_key(settings: ServeSettings, key: Any) -> None:
     """Raise 403 unless ``key`` is one of the server's keys (when it has any); 400 when it
     is not a string."""
-    try:
-        key = optional_key(key)
-    except BadRequest as e:
-        raise ApiError(400, str(e)) from None
+    key = optional_key(key)
     if settings.api_keys is not None and key not in settings.api_keys:
         raise ApiError(403, "Invalid API key")

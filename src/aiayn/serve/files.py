@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings
 from aiayn.text.documents import (
     FORMATS,
@@ -126,20 +127,20 @@ async def translate_document_file(
     within the server's bounds and ``--char-limit`` characters of text.
 
     Raises:
-        ApiError: 413 over a bound (``data`` None: more bytes than ``--max-file-mb``), 400
-            for a broken, hostile or mislabelled document, or too much text.
+        ApiError: 413 over a bound (``data`` None: more bytes than ``--max-file-mb``).
+        BadRequest: a broken, hostile or mislabelled document, or too much text.
     """
     if data is None:
         raise ApiError(
             413, f"Invalid request: {filename} is over {settings.file_max_bytes:,} bytes"
         )
     if not data:
-        raise ApiError(400, "Invalid request: empty file")
+        raise BadRequest("Invalid request: empty file")
     document = await asyncio.to_thread(_read, data, format, filename, settings)
     size = sum(len(t) for t in document.texts)
     if size > settings.char_limit:
-        raise ApiError(
-            400, f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
+        raise BadRequest(
+            f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
         )
     translations = await translate(document.texts) if document.texts else []
     return await asyncio.to_thread(document.render, translations)
@@ -151,4 +152,4 @@ def _read(data: bytes, format: str, filename: str, settings: ServeSettings) -> D
     except DocumentTooLarge as e:
         raise ApiError(413, f"Invalid request: {e}") from None
     except DocumentError as e:
-        raise ApiError(400, f"Invalid request: {e}") from None
+        raise BadRequest(f"Invalid request: {e}") from None

@@ -32,6 +32,7 @@ from aiayn.decode.generator_process import GeneratorProcess
 from aiayn.decode.process import DecoderCrashed, DecoderSpec
 from aiayn.errors import AiaynError
 from aiayn.serve import checks
+from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 
@@ -123,12 +124,13 @@ class OpenAICompletions:
 
     def error_body(self, status: int, message: str, code: str | None) -> dict[str, Any]:
         kind = "invalid_request_error" if status < 500 else "server_error"
+        message = message.removeprefix("Invalid request: ")  # OpenAI's type says so already
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
     def health(self) -> dict[str, Any]:
         self.engine.replace_dead_workers()
         return {
-            "completions": self.engine.completed,
+            "requests": self.engine.completed,
             "workers": self.engine.alive,
             "workers_restarted": self.engine.restarted,
             "processes_restarted": self.engine.processes_restarted,
@@ -148,7 +150,7 @@ class OpenAICompletions:
         ApiError: 400 without a model name, 404 (``model_not_found``) for another model's.
         """
         if name is None or name == "":
-            raise ApiError(400, "you must provide a model parameter")
+            raise BadRequest("you must provide a model parameter")
         if name != self.name:
             raise ApiError(
                 404,
@@ -160,7 +162,7 @@ class OpenAICompletions:
         """Start a generation after ``prompt``."""
         ids = self.tokenizer.encode([prompt])[0]
         if not ids:
-            raise ApiError(400, "the prompt is empty after tokenisation")
+            raise BadRequest("the prompt is empty after tokenisation")
         loop = asyncio.get_running_loop()
         out: asyncio.Queue = asyncio.Queue()
         produced: list[int] = []
@@ -252,7 +254,7 @@ def _install(app: FastAPI, service: OpenAICompletions) -> None:
         prompts = params["prompts"]
         if params["stream"]:
             if len(prompts) != 1:
-                raise ApiError(400, "stream takes one prompt")
+                raise BadRequest("stream takes one prompt")
             params["cancelled"] = asyncio.Event()
             run = service.complete(prompts[0], params)
             events = _events(service, run, params, _text_chunk, "text_completion")
@@ -436,21 +438,21 @@ def _parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, An
         or not isinstance(prompts, list)
         or not all(isinstance(p, str) and p for p in prompts)
     ):
-        raise ApiError(400, "prompt must be a non-empty string or a list of them")
+        raise BadRequest("prompt must be a non-empty string or a list of them")
     if sum(len(p) for p in prompts) > settings.char_limit:
-        raise ApiError(400, f"prompt: longer than {settings.char_limit} characters")
+        raise BadRequest(f"prompt: longer than {settings.char_limit} characters")
     for prompt in prompts:
-        _checked(prompt, "prompt")
+        checks.text(prompt, "prompt")
     for name, allowed in UNSUPPORTED.items():
         if values.get(name) not in allowed:
-            raise ApiError(400, f"{name} is not supported")
+            raise BadRequest(f"{name} is not supported")
     return {"prompts": prompts, **_sampling(values, settings, "max_tokens")}
 
 
 def _chat_parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, Any]:
     for name, allowed in CHAT_UNSUPPORTED.items():
         if values.get(name) not in allowed:
-            raise ApiError(400, f"{name} is not supported")
+            raise BadRequest(f"{name} is not supported")
     limit = "max_completion_tokens" if "max_completion_tokens" in values else "max_tokens"
     params = _sampling(values, settings, limit)
     params["stop"] = [*params["stop"], *TURN_STOPS]
@@ -473,22 +475,22 @@ def _messages(raw: Any) -> list[dict[str, str]]:
         ApiError: 400 for anything else.
     """
     if not isinstance(raw, list) or not raw:
-        raise ApiError(400, "messages must be a non-empty list")
+        raise BadRequest("messages must be a non-empty list")
     messages = []
     for i, message in enumerate(raw):
         if not isinstance(message, dict) or message.get("role") not in ROLES:
-            raise ApiError(400, f"messages[{i}]: an object with a role of {', '.join(ROLES)}")
+            raise BadRequest(f"messages[{i}]: an object with a role of {', '.join(ROLES)}")
         content = message.get("content")
         if isinstance(content, list):
             if not all(isinstance(p, dict) and p.get("type") == "text" for p in content):
-                raise ApiError(400, f"messages[{i}].content: only text parts are supported")
+                raise BadRequest(f"messages[{i}].content: only text parts are supported")
             if not all(isinstance(p.get("text"), str) for p in content):
-                raise ApiError(400, f"messages[{i}].content: each text part's text is a string")
+                raise BadRequest(f"messages[{i}].content: each text part's text is a string")
             content = "".join(p["text"] for p in content)
         if not isinstance(content, str):
-            raise ApiError(400, f"messages[{i}].content must be text")
+            raise BadRequest(f"messages[{i}].content must be text")
         messages.append(
-            {"role": message["role"], "content": _checked(content, f"messages[{i}].content")}
+            {"role": message["role"], "content": checks.text(content, f"messages[{i}].content")}
         )
     return messages
 
@@ -499,42 +501,30 @@ def _sampling(values: dict[str, Any], settings: ServeSettings, limit: str) -> di
     stop = values.get("stop") or []
     stop = [stop] if isinstance(stop, str) else stop
     if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-        raise ApiError(400, "stop must be a string or a list of strings")
+        raise BadRequest("stop must be a string or a list of strings")
     if len(stop) > MAX_STOPS:
-        raise ApiError(400, f"stop: at most {MAX_STOPS} sequences, got {len(stop)}")
-    try:
-        if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000, strict=True) != 1:
-            raise ApiError(400, "n: only 1 is supported")
-        for text in stop:
-            checks.text(text, "stop")
-        stream = checks.boolean(values, "stream", strict=True)
-        options = values.get("stream_options")
-        if options is not None and (not isinstance(options, dict) or not stream):
-            raise ApiError(400, "stream_options: an object, only with stream")
-        return {
-            "max_tokens": checks.whole_number(
-                values, limit, 16, minimum=0, maximum=settings.max_tokens_limit, strict=True
-            ),
-            "temperature": checks.finite_number(
-                values, "temperature", 1.0, minimum=0.0, maximum=2.0, strict=True
-            ),
-            "top_p": checks.finite_number(
-                values, "top_p", 1.0, minimum=1e-9, maximum=1.0, strict=True
-            ),
-            "seed": checks.seed(values, strict=True),
-            "stop": stop,
-            "stream": stream,
-            "include_usage": checks.boolean(options or {}, "include_usage", strict=True),
-        }
-    except checks.BadRequest as e:
-        raise ApiError(400, str(e).removeprefix("Invalid request: ")) from None
-
-
-def _checked(text: Any, name: str) -> str:
-    try:
-        return checks.text(text, name)
-    except checks.BadRequest as e:
-        raise ApiError(400, str(e).removeprefix("Invalid request: ")) from None
+        raise BadRequest(f"stop: at most {MAX_STOPS} sequences, got {len(stop)}")
+    if checks.whole_number(values, "n", 1, minimum=1, maximum=1_000_000, strict=True) != 1:
+        raise BadRequest("n: only 1 is supported")
+    for text in stop:
+        checks.text(text, "stop")
+    stream = checks.boolean(values, "stream", strict=True)
+    options = values.get("stream_options")
+    if options is not None and (not isinstance(options, dict) or not stream):
+        raise BadRequest("stream_options: an object, only with stream")
+    return {
+        "max_tokens": checks.whole_number(
+            values, limit, 16, minimum=0, maximum=settings.max_tokens_limit, strict=True
+        ),
+        "temperature": checks.finite_number(
+            values, "temperature", 1.0, minimum=0.0, maximum=2.0, strict=True
+        ),
+        "top_p": checks.finite_number(values, "top_p", 1.0, minimum=1e-9, maximum=1.0, strict=True),
+        "seed": checks.seed(values, strict=True),
+        "stop": stop,
+        "stream": stream,
+        "include_usage": checks.boolean(options or {}, "include_usage", strict=True),
+    }
 
 
 def _check_bearer(settings: ServeSettings, request: Request) -> None:
