@@ -96,6 +96,10 @@ def add_parsers(sub) -> None:
         "tricks (the default), or the paper's plain modules",
     )
     t.set_defaults(handler=run_translate)
+    _add_evaluate_parser(sub)
+
+
+def _add_evaluate_parser(sub) -> None:
     e = sub.add_parser(
         "evaluate",
         help="score translations (BLEU, chrF), or a language model's perplexity on a text",
