@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from itertools import islice
+from pathlib import Path
 
 import pytest
 import torch
@@ -39,8 +41,33 @@ def _texts() -> tuple[list[str], list[str]]:
     return lines("en"), lines("de")
 
 
+_TAUGHT: dict[tuple[bool, bool, int], Path] = {}  # the models a worker taught, to copy
+
+
 def _marian_dir(root, *, separate: bool = False, multilingual: bool = False, seed: int = 0):
-    """A random MarianMTModel saved with Marian tokenizer files, as opus-mt ships them."""
+    """A random MarianMTModel saved with Marian tokenizer files, as opus-mt ships them, and
+    its tokenizer. Taught once per worker and variant, then copied (teaching is seeded)."""
+    key = (separate, multilingual, seed)
+    if key not in _TAUGHT or not _TAUGHT[key].is_dir():
+        taught = root.parent / ("taught-" + "-".join(map(str, key)))
+        if not taught.is_dir():
+            _taught_marian_dir(taught, separate=separate, multilingual=multilingual, seed=seed)
+        _TAUGHT[key] = taught
+    shutil.copytree(_TAUGHT[key], root)
+    return transformers.MarianMTModel.from_pretrained(root).eval(), _hf_tokenizer(root, separate)
+
+
+def _hf_tokenizer(root, separate: bool):
+    return transformers.MarianTokenizer(
+        str(root / "source.spm"),
+        str(root / "target.spm"),
+        str(root / "vocab.json"),
+        target_vocab_file=str(root / "target_vocab.json") if separate else None,
+        separate_vocabs=separate,
+    )
+
+
+def _taught_marian_dir(root, *, separate: bool, multilingual: bool, seed: int) -> None:
     root.mkdir(parents=True)
     en, de = _texts()
     train_sentencepiece(en + de if not separate else en, root / "source.spm", vocab_size=300)
@@ -94,14 +121,6 @@ def _marian_dir(root, *, separate: bool = False, multilingual: bool = False, see
                 module.bias.normal_(0.0, 0.2)
     _teach(model)
     model.save_pretrained(root)
-    hf_tokenizer = transformers.MarianTokenizer(
-        str(root / "source.spm"),
-        str(root / "target.spm"),
-        str(root / "vocab.json"),
-        target_vocab_file=str(root / "target_vocab.json") if separate else None,
-        separate_vocabs=separate,
-    )
-    return model, hf_tokenizer
 
 
 WORDS = torch.arange(10, 40)  # the ids the model is taught on
