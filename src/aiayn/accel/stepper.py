@@ -32,6 +32,7 @@ from aiayn.accel.output import log_probs_in_place
 from aiayn.accel.packed import MIN_PACKED_PRODUCT, can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
 from aiayn.accel.token_step import TokenStep, TokenStepState
+from aiayn.modules.parameters import CROSS_KV, DECODER_NORM, layer_prefix
 from aiayn.modules.stepper import Precision, StepDecoder, TransformerState, TransformerStepper
 
 
@@ -61,7 +62,7 @@ def _many_rows(model: Any) -> tuple[str, ...]:
     """The maps that multiply whole source sentences at once: the encoder's, and each
     decoder layer's memory projection."""
     layers = range(len(model.decoder.layers))
-    return ("encoder", *(f"decoder.layers.{i}.cross_attn.kv_proj" for i in layers))
+    return ("encoder", *(layer_prefix("decoder", i) + CROSS_KV.path for i in layers))
 
 
 class SharedMemoryStepper(TransformerStepper):
@@ -97,8 +98,8 @@ class TokenStepper(TransformerStepper):
 
     def __init__(self, model: Any):
         super().__init__(model)
-        decoder = model.decoder
-        self.token_step = TokenStep(decoder.layers, model.tgt_embed, decoder.final_norm)
+        final_norm = DECODER_NORM.find(model)
+        self.token_step = TokenStep(model.decoder.layers, model.tgt_embed, final_norm)
 
     def start(self, src: Tensor) -> TokenStepState:
         state = super().start(src)

@@ -48,6 +48,7 @@ from torch import Tensor, nn
 from aiayn.accel.attention import MIN_SOFTMAX_SPAN, additive_mask, biased_attention
 from aiayn.accel.packed import PackedFromRows
 from aiayn.modules import MemoryKeyValues
+from aiayn.modules import parameters as parts
 from aiayn.modules.layers import DecoderLayer, SublayerConnection
 
 
@@ -93,22 +94,20 @@ def affine(linear: nn.Module) -> Affine:
     return lambda x: torch.addmm(bias, x, weight_t)
 
 
-DECODER_LAYER_PARAMETERS = frozenset(
-    f"{part}.{kind}"
-    for part in (
-        "self_attn.qkv_proj",  # LayerWeights.qkv
-        "self_attn.out_proj",  # LayerWeights.self_out
-        "cross_attn.q_proj",  # LayerWeights.query
-        "cross_attn.kv_proj",  # the memory keys/values: the model's start_cache computes them
-        "cross_attn.out_proj",  # LayerWeights.cross_out
-        "ffn.w_1",  # LayerWeights.w_1
-        "ffn.w_2",  # LayerWeights.w_2
-        "self_attn_connection.norm",  # LayerWeights.connections
-        "cross_attn_connection.norm",
-        "ffn_connection.norm",
-    )
-    for kind in ("weight", "bias")
-)  # every parameter a DecoderLayer may have, each read by ``layer_weights`` (biases optional)
+READS = {  # every part of a decoder layer (``aiayn.modules.parameters``) and what reads it
+    parts.SELF_QKV: "LayerWeights.qkv",
+    parts.SELF_OUT: "LayerWeights.self_out",
+    parts.CROSS_Q: "LayerWeights.query",
+    parts.CROSS_KV: "the memory keys/values: the model's start_cache computes them",
+    parts.CROSS_OUT: "LayerWeights.cross_out",
+    parts.FFN_1: "LayerWeights.w_1",
+    parts.FFN_2: "LayerWeights.w_2",
+    parts.SELF_NORM: "LayerWeights.connections",
+    parts.CROSS_NORM: "LayerWeights.connections",
+    parts.FFN_NORM: "LayerWeights.connections",
+}
+DECODER_LAYER_PARAMETERS = frozenset(parts.parameter_names(READS))
+"""Every parameter a DecoderLayer may have, each read by ``layer_weights`` (biases optional)."""
 
 HANDLED_OPTIONS = {  # every constructor option of the parts the step reads, and how it does
     "Transformer": {
@@ -200,13 +199,13 @@ def layer_weights(layer: DecoderLayer) -> LayerWeights:
         raise UnsupportedLayerError(f"TokenStep does not read {sorted(unread)} of a DecoderLayer")
     return LayerWeights(
         heads=layer.self_attn.n_heads,
-        qkv=affine(layer.self_attn.qkv_proj),
-        self_out=affine(layer.self_attn.out_proj),
-        query=affine(layer.cross_attn.q_proj),
-        cross_out=affine(layer.cross_attn.out_proj),
-        w_1=affine(layer.ffn.w_1),
+        qkv=affine(parts.SELF_QKV.of(layer)),
+        self_out=affine(parts.SELF_OUT.of(layer)),
+        query=affine(parts.CROSS_Q.of(layer)),
+        cross_out=affine(parts.CROSS_OUT.of(layer)),
+        w_1=affine(parts.FFN_1.of(layer)),
         activation=layer.ffn.activation,
-        w_2=affine(layer.ffn.w_2),
+        w_2=affine(parts.FFN_2.of(layer)),
         connections=(
             layer.self_attn_connection,
             layer.cross_attn_connection,

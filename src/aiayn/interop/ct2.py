@@ -34,6 +34,7 @@ from aiayn.interop.destination import (
     write_marker,
 )
 from aiayn.models import Transformer
+from aiayn.modules import parameters as parts
 from aiayn.store import load_model
 from aiayn.store.model_dir import is_model_directory
 
@@ -72,7 +73,7 @@ def export_ct2(
     if not isinstance(model, Transformer):
         raise ExportError(f"{model_dir}: a language model; CTranslate2 export is for translators")
     src_tok, tgt_tok, info = load_tokenizers(model_dir)
-    src_vocab = _vocabulary(src_tok, model.src_embed.tokens.weight.size(0), model)
+    src_vocab = _vocabulary(src_tok, parts.SRC_EMBED.of(model).weight.size(0), model)
     tgt_vocab = _vocabulary(tgt_tok, model.output.weight.size(0), model)
     with write_directory(
         out, replace=overwrite, replaceable=is_ct2_directory, what="CTranslate2 model"
@@ -85,6 +86,33 @@ def export_ct2(
 
 
 is_ct2_directory = holds_only(CT2_FILES, required="model.bin")
+
+# Where CTranslate2's layer spec holds each part of a layer (``aiayn.modules.parameters``):
+# its block, the attribute, and the index in a list of maps; Q, K and V are stacked as aiayn
+# stacks them.
+CT2_LAYER: dict[parts.Part, tuple[str, str] | tuple[str, str, int]] = {
+    parts.SELF_QKV: ("self_attention", "linear", 0),
+    parts.SELF_OUT: ("self_attention", "linear", 1),
+    parts.SELF_NORM: ("self_attention", "layer_norm"),
+    parts.CROSS_Q: ("attention", "linear", 0),
+    parts.CROSS_KV: ("attention", "linear", 1),
+    parts.CROSS_OUT: ("attention", "linear", 2),
+    parts.CROSS_NORM: ("attention", "layer_norm"),
+    parts.FFN_1: ("ffn", "linear_0"),
+    parts.FFN_2: ("ffn", "linear_1"),
+    parts.FFN_NORM: ("ffn", "layer_norm"),
+}
+CT2_MODEL = (
+    parts.SRC_EMBED,
+    parts.TGT_EMBED,
+    parts.SRC_POSITIONS,
+    parts.TGT_POSITIONS,
+    parts.OUTPUT,
+    parts.ENCODER_NORM,
+    parts.DECODER_NORM,
+)
+CT2_PARTS = {"": CT2_MODEL, "encoder": tuple(CT2_LAYER), "decoder": tuple(CT2_LAYER)}
+"""What the export writes: a parameter of any other part has no place in CTranslate2's spec."""
 
 
 def _check_out(out: Path, *, overwrite: bool) -> None:
@@ -146,7 +174,9 @@ def convert(
     import ctranslate2
     from ctranslate2.specs import common_spec, transformer_spec
 
-    norm_first = model.encoder.final_norm is not None
+    if unknown := parts.unhandled(model.state_dict(), CT2_PARTS):
+        raise ExportError(f"CTranslate2 has no place for the model's {unknown[:3]}")
+    norm_first = parts.ENCODER_NORM.find(model) is not None
     activation = model.encoder.layers[0].ffn.activation
     name = {nn.ReLU: "relu", nn.GELU: "gelu", nn.SiLU: "swish"}[type(activation)]
     spec = transformer_spec.TransformerSpec.from_config(
@@ -155,21 +185,24 @@ def convert(
         pre_norm=norm_first,
         activation=getattr(common_spec.Activation, ACTIVATIONS[name]),
     )
-    spec.config.layer_norm_epsilon = model.encoder.layers[0].ffn_connection.norm.eps
+    spec.config.layer_norm_epsilon = parts.FFN_NORM.of(model.encoder.layers[0]).eps
     spec.config.add_source_eos = True
     s = model.specials
     spec.config.decoder_start_token = tgt_vocab[s.bos]
     spec.config.bos_token = tgt_vocab[s.bos]
-    _set_stack(spec.encoder, model.src_embed, model.encoder)
-    _set_stack(spec.decoder, model.tgt_embed, model.decoder)
-    _set_linear(spec.decoder.projection, model.output.proj)
-    for layer_spec, layer in zip(spec.encoder.layer, model.encoder.layers, strict=True):
-        _set_attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_connection)
-        _set_ffn(layer_spec.ffn, layer.ffn, layer.ffn_connection)
-    for layer_spec, layer in zip(spec.decoder.layer, model.decoder.layers, strict=True):
-        _set_attention(layer_spec.self_attention, layer.self_attn, layer.self_attn_connection)
-        _set_cross_attention(layer_spec.attention, layer.cross_attn, layer.cross_attn_connection)
-        _set_ffn(layer_spec.ffn, layer.ffn, layer.ffn_connection)
+    _set_stack(
+        spec.encoder, parts.SRC_EMBED.of(model), model.src_embed, parts.ENCODER_NORM.find(model)
+    )
+    _set_stack(
+        spec.decoder, parts.TGT_EMBED.of(model), model.tgt_embed, parts.DECODER_NORM.find(model)
+    )
+    _set_linear(spec.decoder.projection, parts.OUTPUT.of(model))
+    for stack in parts.STACKS:
+        for layer_spec, layer in zip(
+            getattr(spec, stack).layer, parts.layers(model, stack), strict=True
+        ):
+            for part in parts.TABLE[stack]:
+                _SET[part.kind](_spec_of(layer_spec, part), part.of(layer))
     spec.register_source_vocabulary(src_vocab)
     spec.register_target_vocabulary(tgt_vocab)
 
@@ -184,32 +217,21 @@ def _array(t: torch.Tensor) -> np.ndarray:
     return t.detach().float().cpu().numpy()
 
 
-def _set_stack(spec, embed, stack) -> None:
+def _set_stack(spec, tokens: nn.Embedding, embed, final_norm: nn.LayerNorm | None) -> None:
+    """The stack's embeddings (``embed``: tokens and positions) and final LayerNorm."""
     embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
-    embeddings.weight = _array(embed.tokens.weight)
+    embeddings.weight = _array(tokens.weight)
     spec.scale_embeddings = True  # × √d_model (§3.4)
     spec.position_encodings.encodings = _array(embed.positions(MAX_POSITIONS))  # (P, D)
-    if stack.final_norm is not None:
-        _set_norm(spec.layer_norm, stack.final_norm)
+    if final_norm is not None:
+        _set_norm(spec.layer_norm, final_norm)
 
 
-def _set_attention(spec, attn, connection) -> None:
-    _set_linear(spec.linear[0], attn.qkv_proj)  # fused [W_Q; W_K; W_V], the same layout
-    _set_linear(spec.linear[1], attn.out_proj)
-    _set_norm(spec.layer_norm, connection.norm)
-
-
-def _set_cross_attention(spec, attn, connection) -> None:
-    _set_linear(spec.linear[0], attn.q_proj)
-    _set_linear(spec.linear[1], attn.kv_proj)  # fused [W_K; W_V], the same layout
-    _set_linear(spec.linear[2], attn.out_proj)
-    _set_norm(spec.layer_norm, connection.norm)
-
-
-def _set_ffn(spec, ffn, connection) -> None:
-    _set_linear(spec.linear_0, ffn.w_1)
-    _set_linear(spec.linear_1, ffn.w_2)
-    _set_norm(spec.layer_norm, connection.norm)
+def _spec_of(layer_spec, part: parts.Part):
+    """The spec of ``part`` in CTranslate2's layer spec (``CT2_LAYER``)."""
+    block, name, *index = CT2_LAYER[part]
+    spec = getattr(getattr(layer_spec, block), name)
+    return spec[index[0]] if index else spec
 
 
 def _set_linear(spec, linear: nn.Linear) -> None:
@@ -221,3 +243,6 @@ def _set_linear(spec, linear: nn.Linear) -> None:
 def _set_norm(spec, norm: nn.LayerNorm) -> None:
     spec.gamma = _array(norm.weight)
     spec.beta = _array(norm.bias) if norm.bias is not None else np.zeros_like(spec.gamma)
+
+
+_SET = {"linear": _set_linear, "norm": _set_norm}  # a part's kind: how its spec is set

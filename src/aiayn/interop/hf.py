@@ -37,6 +37,7 @@ from aiayn.config import ModelConfig
 from aiayn.data.tokenizer_files import TokenizerInfo, load_tokenizers
 from aiayn.decode.guards import EXPORT_NO_REPEAT_NGRAM
 from aiayn.files import check_destination, write_directory
+from aiayn.interop import marian_names
 from aiayn.interop.destination import (
     MODEL_CARD,
     ExportError,
@@ -44,6 +45,7 @@ from aiayn.interop.destination import (
     write_marker,
 )
 from aiayn.models import Transformer
+from aiayn.modules.parameters import OUTPUT, RESIDUAL, SRC_EMBED, Part, layer_prefix, unhandled
 from aiayn.store import load_model
 
 MAX_POSITIONS = 1024  # Marian's position table (``max_position_embeddings``)
@@ -154,87 +156,46 @@ def marian_config(cfg: ModelConfig) -> dict:
 
 def marian_weights(ours: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[str, torch.Tensor]:
     """The ``MarianMTModel`` state dict of an aiayn ``Transformer`` state dict (the inverse of
-    ``aiayn.interop.marian.aiayn_weights``)."""
+    ``aiayn.interop.marian.aiayn_weights``).
+
+    Raises:
+        ExportError: the model has a parameter Marian has no counterpart for.
+    """
+    if unknown := unhandled(ours, marian_names.MARIAN_PARTS):
+        raise ExportError(f"Marian has no counterpart for the model's {unknown[:3]}")
     p = permutation(cfg)
 
-    def reads(name: str) -> torch.Tensor:  # (out, D): a map from the residual stream
-        return ours[name][:, p]
+    def permuted(part: Part, tensor: torch.Tensor) -> torch.Tensor:
+        """Every dimension of the residual stream reordered (a bias: its only one)."""
+        for dim, size in enumerate(part.shape[: tensor.dim()]):
+            if size == RESIDUAL:
+                tensor = tensor.index_select(dim, p)
+        return tensor
 
-    def writes(name: str) -> torch.Tensor:  # (D, ...) or (D,): into the residual stream
-        return ours[name][p]
+    def weight_and_bias(part: Part, prefix: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+        """A bias of zeros for a model without biases (the same function)."""
+        weight_name, bias_name = part.names(prefix)
+        weight = ours[weight_name]
+        bias = ours.get(bias_name, torch.zeros(weight.size(0)))
+        return permuted(part, weight), permuted(part, bias)
 
-    d = cfg.d_model
     out: dict[str, torch.Tensor] = {}
-    src, tgt = (
-        reads("src_embed.tokens.embedding.weight"),
-        reads("tgt_embed.tokens.embedding.weight"),
-    )
+    for part, theirs in marian_names.MARIAN_MODEL.items():
+        out[theirs] = weight_and_bias(part)[0]
     if cfg.share_embeddings:
-        out["model.shared.weight"] = src
-    out["model.encoder.embed_tokens.weight"] = src
-    out["model.decoder.embed_tokens.weight"] = tgt
-    out["lm_head.weight"] = reads("output.proj.weight")
-    bias = ours.get("output.proj.bias")
-    out["final_logits_bias"] = (
-        bias.reshape(1, -1) if bias is not None else torch.zeros(1, cfg.tgt_vocab_size)
-    )
-    for side, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
+        out[marian_names.MARIAN_SHARED] = out[marian_names.MARIAN_MODEL[SRC_EMBED]]
+    out[marian_names.MARIAN_LOGITS_BIAS] = weight_and_bias(OUTPUT)[1].reshape(1, -1)
+    for stack, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
         for i in range(n):
-            a, m = f"{side}.layers.{i}.", f"model.{side}.layers.{i}."
-            _unpack(out, ours, reads, a + "self_attn.qkv_proj", m + "self_attn.", "qkv", d)
-            _linear(
-                out,
-                m + "self_attn.out_proj",
-                writes(a + "self_attn.out_proj.weight"),
-                _bias(ours, a + "self_attn.out_proj", d)[p],
-            )
-            _norm(out, ours, m + "self_attn_layer_norm", a + "self_attn_connection.norm", p)
-            if side == "decoder":
-                _linear(
-                    out,
-                    m + "encoder_attn.q_proj",
-                    reads(a + "cross_attn.q_proj.weight"),
-                    _bias(ours, a + "cross_attn.q_proj", d),
-                )
-                _unpack(out, ours, reads, a + "cross_attn.kv_proj", m + "encoder_attn.", "kv", d)
-                _linear(
-                    out,
-                    m + "encoder_attn.out_proj",
-                    writes(a + "cross_attn.out_proj.weight"),
-                    _bias(ours, a + "cross_attn.out_proj", d)[p],
-                )
-                _norm(out, ours, m + "encoder_attn_layer_norm", a + "cross_attn_connection.norm", p)
-            _linear(
-                out, m + "fc1", reads(a + "ffn.w_1.weight"), _bias(ours, a + "ffn.w_1", cfg.d_ff)
-            )
-            _linear(out, m + "fc2", writes(a + "ffn.w_2.weight"), _bias(ours, a + "ffn.w_2", d)[p])
-            _norm(out, ours, m + "final_layer_norm", a + "ffn_connection.norm", p)
+            theirs = marian_names.marian_layer_prefix(stack, i)
+            for part in marian_names.marian_layer_parts(stack):
+                weight, bias = weight_and_bias(part, layer_prefix(stack, i))
+                modules = marian_names.marian_modules(part)
+                rows = weight.size(0) // len(modules)  # the maps stacked in the one weight
+                for j, module in enumerate(modules):
+                    out[f"{theirs}{module}.weight"] = weight[j * rows : (j + 1) * rows]
+                    out[f"{theirs}{module}.bias"] = bias[j * rows : (j + 1) * rows]
     return {k: v.detach().float().contiguous() for k, v in out.items()}
-
-
-def _unpack(out: dict, ours: dict, reads, packed: str, prefix: str, names: str, d: int) -> None:
-    """Split aiayn's packed projection ``packed`` (its ``len(names)`` maps stacked by rows)
-    into Marian's separate ``{prefix}{name}_proj`` weights and biases."""
-    weight, bias = reads(packed + ".weight"), _bias(ours, packed, len(names) * d)
-    for j, name in enumerate(names):
-        out[f"{prefix}{name}_proj.weight"] = weight[j * d : (j + 1) * d]
-        out[f"{prefix}{name}_proj.bias"] = bias[j * d : (j + 1) * d]
-
-
-def _bias(ours: dict[str, torch.Tensor], linear: str, size: int) -> torch.Tensor:
-    """A linear map's bias, or zeros for a model without biases (the same function)."""
-    bias = ours.get(linear + ".bias")
-    return bias if bias is not None else torch.zeros(size)
-
-
-def _linear(out: dict, name: str, weight: torch.Tensor, bias: torch.Tensor) -> None:
-    out[name + ".weight"], out[name + ".bias"] = weight, bias
-
-
-def _norm(out: dict, ours: dict, theirs: str, name: str, p: torch.Tensor) -> None:
-    weight = ours[name + ".weight"]
-    out[theirs + ".weight"] = weight[p]
-    out[theirs + ".bias"] = _bias(ours, name, weight.numel())[p]
 
 
 def _write_model(directory: Path, cfg: ModelConfig, state: dict[str, torch.Tensor]) -> None:

@@ -29,7 +29,18 @@ from aiayn.data.tokenizer import TokenizerError
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo, tokenizer_info_json
 from aiayn.errors import AiaynError
 from aiayn.files import sha256_file
+from aiayn.interop.marian_names import (
+    KINDS,
+    MARIAN_LOGITS_BIAS,
+    MARIAN_MODEL,
+    MARIAN_PARTS,
+    MARIAN_SHARED,
+    marian_layer_parts,
+    marian_layer_prefix,
+    marian_modules,
+)
 from aiayn.models import build_model
+from aiayn.modules.parameters import OUTPUT, SRC_EMBED, TGT_EMBED, layer_prefix, unhandled
 from aiayn.store import save_model
 from aiayn.store.card import ModelCard
 from aiayn.store.model_dir import ModelLoadError, check_finite
@@ -69,6 +80,8 @@ def import_marian(
     cfg = model_config(config, src_tok, tgt_tok, where=hf / "config.json")
     _check_vocabulary_ids(hf, vocab_files, (src_tok, tgt_tok), cfg)
     model = build_model(cfg, profile=REFERENCE)
+    if unfilled := unhandled(model.state_dict(), MARIAN_PARTS):
+        raise MarianImportError(f"{hf}: a Marian model has nothing for aiayn's {unfilled[:3]}")
     weights, weights_file = read_weights(hf)
     state = aiayn_weights(weights, cfg, where=weights_file)
     _check_shapes(state, model.state_dict(), cfg, weights_file=weights_file, config=config)
@@ -274,50 +287,22 @@ def _check_shapes(
 def aiayn_weights(hf: dict[str, torch.Tensor], cfg: ModelConfig, *, where: Path) -> dict:
     """The aiayn state dict of a Hugging Face ``MarianMTModel`` state dict."""
     get = _Getter(hf, where)
-    out: dict[str, torch.Tensor] = {}
-    src_embed = get("model.encoder.embed_tokens.weight", "model.shared.weight")
-    tgt_embed = get("model.decoder.embed_tokens.weight", "model.shared.weight")
-    out["src_embed.tokens.embedding.weight"] = src_embed
-    out["tgt_embed.tokens.embedding.weight"] = tgt_embed
-    out["output.proj.weight"] = get("lm_head.weight") if not cfg.tie_output else tgt_embed
-    out["output.proj.bias"] = get("final_logits_bias").reshape(-1)
-    for i in range(cfg.n_encoder_layers):
-        ours, theirs = f"encoder.layers.{i}.", f"model.encoder.layers.{i}."
-        _self_attention(out, get, ours, theirs + "self_attn.")
-        _norm(out, get, ours + "self_attn_connection.norm.", theirs + "self_attn_layer_norm.")
-        _ffn(out, get, ours, theirs)
-    for i in range(cfg.n_decoder_layers):
-        ours, theirs = f"decoder.layers.{i}.", f"model.decoder.layers.{i}."
-        _self_attention(out, get, ours, theirs + "self_attn.")
-        _norm(out, get, ours + "self_attn_connection.norm.", theirs + "self_attn_layer_norm.")
-        cross = theirs + "encoder_attn."
-        for part in ("weight", "bias"):
-            out[f"{ours}cross_attn.q_proj.{part}"] = get(f"{cross}q_proj.{part}")
-            kv = [get(f"{cross}{name}_proj.{part}") for name in ("k", "v")]
-            out[f"{ours}cross_attn.kv_proj.{part}"] = torch.cat(kv)  # [W_K; W_V]
-            out[f"{ours}cross_attn.out_proj.{part}"] = get(f"{cross}out_proj.{part}")
-        _norm(out, get, ours + "cross_attn_connection.norm.", theirs + "encoder_attn_layer_norm.")
-        _ffn(out, get, ours, theirs)
+    tgt_embed = get(MARIAN_MODEL[TGT_EMBED], MARIAN_SHARED)
+    out: dict[str, torch.Tensor] = {
+        SRC_EMBED.names()[0]: get(MARIAN_MODEL[SRC_EMBED], MARIAN_SHARED),
+        TGT_EMBED.names()[0]: tgt_embed,
+    }
+    output_weight, output_bias = OUTPUT.names()
+    out[output_weight] = get(MARIAN_MODEL[OUTPUT]) if not cfg.tie_output else tgt_embed
+    out[output_bias] = get(MARIAN_LOGITS_BIAS).reshape(-1)
+    for stack, n in (("encoder", cfg.n_encoder_layers), ("decoder", cfg.n_decoder_layers)):
+        for i in range(n):
+            theirs = marian_layer_prefix(stack, i)
+            for part in marian_layer_parts(stack):
+                for ours, kind in zip(part.names(layer_prefix(stack, i)), KINDS, strict=True):
+                    pieces = [get(f"{theirs}{module}.{kind}") for module in marian_modules(part)]
+                    out[ours] = torch.cat(pieces)  # stacked by rows
     return out
-
-
-def _self_attention(out: dict, get, ours: str, theirs: str) -> None:
-    for part in ("weight", "bias"):
-        qkv = [get(f"{theirs}{name}_proj.{part}") for name in ("q", "k", "v")]
-        out[f"{ours}self_attn.qkv_proj.{part}"] = torch.cat(qkv)  # [W_Q; W_K; W_V]
-        out[f"{ours}self_attn.out_proj.{part}"] = get(f"{theirs}out_proj.{part}")
-
-
-def _ffn(out: dict, get, ours: str, theirs: str) -> None:
-    for part in ("weight", "bias"):
-        out[f"{ours}ffn.w_1.{part}"] = get(f"{theirs}fc1.{part}")
-        out[f"{ours}ffn.w_2.{part}"] = get(f"{theirs}fc2.{part}")
-    _norm(out, get, ours + "ffn_connection.norm.", theirs + "final_layer_norm.")
-
-
-def _norm(out: dict, get, ours: str, theirs: str) -> None:
-    out[ours + "weight"] = get(theirs + "weight")
-    out[ours + "bias"] = get(theirs + "bias")
 
 
 class _Getter:
