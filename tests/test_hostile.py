@@ -256,7 +256,7 @@ MARIAN_CASES: list[tuple[str, Callable[[Path], None], str]] = [
     ("pickle with code", _bin(_pickle_with_code), "pytorch_model.bin: not a weights"),
     ("a list, not a state dict", _bin(lambda p: torch.save([1, 2], p)), "not a state dict"),
     ("no weights at all", lambda hf: (hf / "model.safetensors").unlink(), "no model.safetensors"),
-    ("vocab_size = 'abc'", _edit_config(vocab_size="abc"), "vocab_size = 'abc'"),
+    ("vocab_size = 'abc'", _edit_config(vocab_size="abc"), "vocab_size must be a whole number"),
     ("vocab_size = 2.5", _edit_config(vocab_size=2.5), "vocab_size"),
     ("d_model disagrees with the weights", _edit_config(d_model=64), "d_model 64"),
     ("vocab_size disagrees with the weights", _edit_config(vocab_size=400), "vocab_size 400"),
