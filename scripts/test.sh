@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh dev
 bash scripts/install_chromium.sh || true  # the page test skips, saying why, without it
-# In parallel, one worker per core (tests sharing a module's fixture stay on one worker:
+# In parallel, one worker per logical CPU (tests sharing a module's fixture stay on one worker:
 # --dist loadgroup, groups set in tests/conftest.py); the 15 slowest are listed.
-python -m pytest -q -n auto --dist loadgroup --durations=15 "$@"
+python -m pytest -q -n logical --dist loadgroup --durations=15 "$@"
