@@ -1,7 +1,7 @@
 """Decoding speed, side by side: aiayn (KV cache), Hugging Face Marian, CTranslate2 and a
 no-cache loop.
 
-    python bench/decode.py [--sizes tiny base marian] [--precisions fp32 bf16] [--repeats 3]
+    python bench/decode.py [--sizes tiny base marian] [--precisions fp32 bf16 int8] [--repeats 3]
                            [--rounds 3]
 
 Sentences per second for greedy search and beam search on a batch of 64 sentences of 15
@@ -11,7 +11,9 @@ allocator is named in every row (aiayn's rows keep oneDNN's kernel cache at 64 e
 ``aiayn translate`` does). Medians of ``--repeats`` timed runs per process, then over
 ``--rounds`` passes through all the rows (a slow spell of a shared machine falls on every
 system alike). "aiayn bf16" is ``--precision bf16``: matrix products in bfloat16, through
-weights packed once in bfloat16. ``--precisions`` picks aiayn's rows (default: those this
+weights packed once in bfloat16; "aiayn int8" is ``--precision int8``: every linear map in
+int8 (per-channel weights, activations quantised at each call), beside CTranslate2's int8
+on the same weights. ``--precisions`` picks aiayn's rows (default: those this
 CPU computes in hardware; bf16 is left out where it is emulated: neither AVX512-BF16 nor
 AMX); the first line names the CPU and its instruction set.
 
@@ -29,14 +31,15 @@ imports torch.
     python bench/decode.py --model DIR [--test FILE.src FILE.ref] [--tokenized] [--rounds R]
 
 decodes a test set with a trained model, as a user would: aiayn's ``Translator`` (batches of
-4,096 source tokens sorted by length) in every mode (fp32 and bf16; greedy, and beam 5 with
+4,096 source tokens sorted by length) in every mode (fp32, bf16 and int8; greedy, and beam 5 with
 α 0.6 by each stopping rule: ``exact``, the default, ``beams`` and ``heuristic``) and
 CTranslate2 float32 and int8 on the same weights (``aiayn export ct2``; batches of 4,096
 tokens; beam 5 stops when 5 hypotheses have finished, its rule), each row in its own
 process, the same subword ids in. Prints each row's BLEU, its difference from aiayn fp32
 (exact stopping for beam search) and its sentences/s (decoding and detokenising with the
 model's own tokenizer, for every system; median of the rounds), then, for greedy and
-beam search, the fastest aiayn mode within 0.3 BLEU of fp32 against CTranslate2's fastest.
+beam search, the fastest aiayn mode within 0.3 BLEU of fp32 (int8: 0.5) against
+CTranslate2's fastest.
 By default the Multi30k test2016 files, tokenised and lowercased, under ``AIAYN_DATA_DIR``
 (``../shared/data``).
 """
@@ -72,14 +75,20 @@ BEAM = {"tiny": 5, "base": 5, "marian": 4}
 SYSTEMS = [  # (system, allocator)
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
+    ("aiayn int8", "tuned"),
     ("HF Marian", "default"),
     ("CTranslate2 float32", "default"),
     ("CTranslate2 int8", "default"),
     ("no-cache loop", "tuned"),
 ]
-AIAYN_SYSTEMS = {"aiayn", "aiayn bf16", "no-cache loop"}
-PRECISIONS = ("fp32", "bf16")  # aiayn's decoding precisions, each a row of its own
-PRECISION_OF = {"aiayn": "fp32", "aiayn bf16": "bf16", "no-cache loop": "fp32"}
+AIAYN_SYSTEMS = {"aiayn", "aiayn bf16", "aiayn int8", "no-cache loop"}
+PRECISIONS = ("fp32", "bf16", "int8")  # aiayn's decoding precisions, each a row of its own
+PRECISION_OF = {
+    "aiayn": "fp32",
+    "aiayn bf16": "bf16",
+    "aiayn int8": "int8",
+    "no-cache loop": "fp32",
+}
 
 
 def wanted(system: str, precisions: list[str]) -> bool:
@@ -141,14 +150,13 @@ def aiayn_model(size: str, work: Path):
     return build_model(aiayn_config(size)).eval()
 
 
-def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, bf16: bool):
+def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, precision: str):
     import torch
 
     from aiayn.decode import beam_search, greedy_search, stepper_for
     from aiayn.decode.stepper import UncachedTransformerStepper
 
     model = aiayn_model(size, work)
-    precision = "bf16" if bf16 else "fp32"
     inner = stepper_for(model, precision=precision) if cached else UncachedTransformerStepper(model)
     stepper = HoldEOS(inner, model.specials.eos)
     src = source(size)
@@ -331,7 +339,8 @@ def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dic
             run = marian_runner(size, search, work)
         else:
             cached = system != "no-cache loop"
-            run = aiayn_runner(size, search, work, cached=cached, bf16=system == "aiayn bf16")
+            precision = PRECISION_OF[system]
+            run = aiayn_runner(size, search, work, cached=cached, precision=precision)
     seconds, _ = timed(run, repeats)
     return {"sentences_per_s": SENTENCES / seconds, **extra}
 
@@ -355,9 +364,18 @@ def default_test_files() -> list[str]:
 TRAINED = "trained"  # the size argument of a worker decoding the --model's test set
 TRAINED_BEAM = 5
 BLEU_TOLERANCE = 0.3  # an aiayn mode counts as fast only this close to fp32's BLEU
+INT8_BLEU_TOLERANCE = 0.5  # ... int8 this close (CTranslate2's int8 is held to none)
+
+
+def tolerance(system: str) -> float:
+    """How far from aiayn fp32's BLEU a row of ``system`` may be and count as fast."""
+    return INT8_BLEU_TOLERANCE if PRECISION_OF.get(system) == "int8" else BLEU_TOLERANCE
+
+
 TRAINED_SYSTEMS = [
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
+    ("aiayn int8", "tuned"),
     ("CTranslate2 float32", "default"),
     ("CTranslate2 int8", "default"),
 ]
@@ -446,7 +464,7 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
 
         torch.set_num_threads(2)
         translator = Translator.from_dir(info["model"])
-        precision = "bf16" if system == "aiayn bf16" else "fp32"
+        precision = PRECISION_OF[system]
         search_options = SearchOptions(beam=beam, alpha=0.6, precision=precision, stopping=stopping)
 
         def run():
@@ -510,13 +528,15 @@ def compare_trained(
         ours = {
             row: speed
             for row, (bleu, speed) in rows_.items()
-            if row[0].startswith("aiayn") and abs(bleu - fp32.get(kind, math.inf)) <= BLEU_TOLERANCE
+            if row[0].startswith("aiayn")
+            and abs(bleu - fp32.get(kind, math.inf)) <= tolerance(row[0])
         }
         theirs = {row: speed for row, (_, speed) in rows_.items() if row[0].startswith("CT")}
         if ours and theirs:
             best, peer = max(ours, key=ours.get), max(theirs, key=theirs.get)
             print(
-                f"  fastest {kind} within {BLEU_TOLERANCE} BLEU of aiayn fp32: "
+                f"  fastest {kind} within {BLEU_TOLERANCE} BLEU of aiayn fp32 "
+                f"({INT8_BLEU_TOLERANCE} for int8): "
                 f"{' '.join(best)} / {' '.join(peer)}: {ours[best] / theirs[peer]:.2f}x"
             )
 
@@ -612,7 +632,7 @@ def bench_size(size: str, *, repeats: int, rounds: int, precisions: list[str], w
         note = f"  greedy output equal to aiayn's: {check:.0%} of sentences" if check else ""
         print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
     for search in ("greedy", f"beam{beam}"):
-        for ours_name in ("aiayn", "aiayn bf16"):
+        for ours_name in ("aiayn", "aiayn bf16", "aiayn int8"):
             ours = results.get((ours_name, search))
             for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):
                 theirs = results.get((peer, search))

@@ -103,6 +103,20 @@ def resolve_precision(requested: str, device: torch.device) -> str:
     return "bf16" if computes_bfloat16(device) else "fp32"
 
 
+def check_decoding_precision(precision: str, device: torch.device) -> None:
+    """Refuse a decoding precision ``device`` cannot compute in: int8 runs on PyTorch's
+    quantised CPU kernels only.
+
+    Raises:
+        DeviceError: int8 on a GPU.
+    """
+    if precision == "int8" and device.type != "cpu":
+        raise DeviceError(
+            f"precision int8 decodes on the CPU only (PyTorch's quantised CPU kernels), "
+            f"not on {device}: use fp32 or bf16 there"
+        )
+
+
 def emulated_bfloat16_warning(precision: str, device: torch.device) -> str | None:
     """A one-line warning when ``precision`` is bf16 on a device that emulates it."""
     if precision != "bf16" or computes_bfloat16(device):

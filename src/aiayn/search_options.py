@@ -31,7 +31,8 @@ MAX_BEAM = 1024  # a larger beam is a mistake (its memory grows with beam × voc
 
 TextMode = Literal["natural", "raw"]
 TextFormat = Literal["text", "html"]
-SearchPrecision = Literal["fp32", "bf16", "auto"]  # auto: bf16 where the device computes it
+# auto: bf16 where the device computes it; int8: every linear map in int8 (CPU, fast profile)
+SearchPrecision = Literal["fp32", "bf16", "int8", "auto"]
 OnLong = Literal["truncate", "error"]
 AllCaps = Literal["restore", "known", "off"]
 COMMANDS = ("translate", "serve")  # the commands whose options are generated from the fields
@@ -179,7 +180,8 @@ class SearchOptions:
     precision: SearchPrecision = option(
         "fp32",
         "bf16: the large matrix products in bfloat16 (faster on CPUs with AVX512-BF16 or AMX, "
-        "emulated and far slower on others); auto: bf16 where the hardware has it",
+        "emulated and far slower on others); int8: every linear map in int8 (CPU only, fast "
+        "profile: faster on any x86 CPU); auto: bf16 where the hardware has it",
         OneOf(get_args(SearchPrecision)),
     )
     stopping: str = option(

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from aiayn.config import EOS_ID, PAD_ID
+from aiayn.config import BOS_ID, EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
 from aiayn.decode.search import length_batches
 from aiayn.decode.stepper import UncachedTransformerStepper
@@ -111,6 +111,45 @@ def test_bf16_steps_of_both_profiles_agree(copy_models):
         stepper = stepper_for(model, precision="bf16")
         log_probs[name], _ = stepper.step(tokens, stepper.start(src))
     torch.testing.assert_close(log_probs["fast"], log_probs["reference"], atol=0.05, rtol=0.05)
+
+
+def _greedy_margins(stepper, src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """(B,) each sentence's smallest gap between its best and second-best log-probability
+    over the steps of its greedy output ``out`` (B, T), fed back one token at a time."""
+    b = src.size(0)
+    inputs = torch.cat([torch.full((b, 1), BOS_ID), out[:, :-1]], dim=1)  # (B, T)
+    state, margins = stepper.start(src), torch.full((b,), float("inf"))
+    ended = torch.zeros(b, dtype=torch.bool)
+    for t in range(out.size(1)):
+        log_probs, state = stepper.step(inputs[:, t : t + 1], state)
+        top = log_probs.topk(2, dim=-1).values  # (B, 2)
+        margins = torch.where(ended, margins, torch.minimum(margins, top[:, 0] - top[:, 1]))
+        ended |= out[:, t] == EOS_ID
+    return margins
+
+
+def test_int8_decodes_the_same_tokens_where_the_scores_allow(copy_models):
+    """Greedy and beam search in int8 find fp32's tokens for every sentence whose fp32
+    choices were not close calls (each greedy step's two best, the beam's two best
+    hypotheses, at least 0.1 apart)."""
+    model = copy_models["fast"]
+    src = _mixed_lengths(seed=1)
+    with torch.inference_mode():
+        fp32 = greedy_search(stepper_for(model), src)
+        margins = _greedy_margins(stepper_for(model), src, fp32)
+        int8 = greedy_search(stepper_for(model, precision="int8"), src)
+        beam_fp32 = beam_search(stepper_for(model), src, beam=4, nbest=2)
+        beam_int8 = beam_search(stepper_for(model, precision="int8"), src, beam=4)
+    clear = [row for row in range(src.size(0)) if margins[row] > 0.1]
+    assert clear  # the comparison compares something
+    for row in clear:
+        width = int((fp32[row] != PAD_ID).sum())
+        assert torch.equal(int8[row, :width], fp32[row, :width])
+    decided = [i for i, hyps in enumerate(beam_fp32) if hyps[0].score - hyps[1].score > 0.1]
+    assert decided
+    for i in decided:
+        assert beam_int8[i][0].tokens == beam_fp32[i][0].tokens
+        assert beam_int8[i][0].score == pytest.approx(beam_fp32[i][0].score, abs=0.05)
 
 
 def test_both_profiles_translate_alike(copy_models):

@@ -199,12 +199,14 @@ def test_greedy_and_beam_options(model_dir):
     assert greedy.text
     [[beam_bf16]] = translator.translate(["the dog"], SearchOptions(precision="bf16"))
     assert beam_bf16.text
+    [[beam_int8]] = translator.translate(["the dog"], SearchOptions(precision="int8"))
+    assert beam_int8.text
     for stopping in STOPPING:
         [[stopped]] = translator.translate(["the dog"], SearchOptions(stopping=stopping))
         assert stopped.text
     with pytest.raises(TranslationError):
         translator.translate(["a b c d e f"], SearchOptions(max_src_len=3, on_long="error"))
-    with pytest.raises(ConfigError, match="precision must be one of fp32, bf16, auto"):
+    with pytest.raises(ConfigError, match="precision must be one of fp32, bf16, int8, auto"):
         SearchOptions(precision="fp16")  # never decoded silently in float32
     [[auto]] = translator.translate(["the dog"], SearchOptions(precision="auto"))
     resolved = resolve_precision("auto", translator.device)

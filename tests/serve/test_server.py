@@ -319,7 +319,7 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
     assert answer.status_code == 200, answer.text
     expected = expected_translations(en_de, SENTENCES, precision=resolved)
     assert answer.json()["translatedText"] == expected
-    refused = r"^SearchOptions.precision must be one of fp32, bf16, auto, got 'fp16'$"
+    refused = r"^SearchOptions.precision must be one of fp32, bf16, int8, auto, got 'fp16'$"
     with pytest.raises(AiaynError, match=refused):
         ServeSettings(models=(str(en_de),), decode=SearchOptions(precision="fp16"))
 

@@ -10,6 +10,10 @@ precision it is given:
   the model's own pass, the beams of a sentence sharing one copy of its memory keys/values
   and source mask (``aiayn.accel.shared_memory``).
 
+In precision ``int8`` the model first becomes a copy with every linear map in int8
+(``aiayn.accel.int8``, CPU only), which then decodes as fp32 does (its maps are no
+``nn.Linear`` to pack).
+
 On the CPU the model first becomes a copy with its large weights, and every weight of the
 encoder and the memory projections, packed once in the precision's dtype
 (``aiayn.accel.packed``), which needs no autocast (a CPU on which oneDNN cannot pack
@@ -28,6 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from aiayn.accel.int8 import quantized_for_decoding
 from aiayn.accel.output import log_probs_in_place
 from aiayn.accel.packed import MIN_PACKED_PRODUCT, can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
@@ -47,7 +52,9 @@ def fast_stepper(model: Any, *, precision: Precision = "fp32", packed: bool = Tr
     """
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     training = model.training
-    if packed and can_pack(model, dtype):
+    if precision == "int8":
+        model, precision, training = quantized_for_decoding(model), "fp32", False
+    elif packed and can_pack(model, dtype):
         model = packed_for_decoding(
             model, dtype, many_rows=_many_rows(model), min_product=MIN_PACKED_PRODUCT
         )

@@ -131,9 +131,10 @@ def search_options(args: argparse.Namespace, **changes: Any) -> SearchOptions:
 def search_precision(requested: str, device: torch.device) -> str:
     """The precision to decode in on ``device`` (``auto`` resolved), warning on stderr when
     bf16 would be emulated."""
-    from aiayn.runtime import emulated_bfloat16_warning, resolve_precision
+    from aiayn.runtime import check_decoding_precision, emulated_bfloat16_warning, resolve_precision
 
     precision = resolve_precision(requested, device)
+    check_decoding_precision(precision, device)
     if warning := emulated_bfloat16_warning(precision, device):
         log(warning)
     return precision

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import Tensor
 
+from aiayn.errors import AiaynError
 from aiayn.modules.cache import KVCache
 
 
@@ -73,7 +74,11 @@ class EncoderDecoder(Protocol):
     def logits(self, hidden: Tensor) -> Tensor: ...
 
 
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["fp32", "bf16", "int8"]  # int8: a trick of the fast profile (aiayn.accel)
+
+
+class PrecisionError(AiaynError, ValueError):
+    """A precision this stepper cannot decode in."""
 
 
 class StepperFactory(Protocol):
@@ -143,7 +148,16 @@ class TransformerStepper:
 
 def plain_stepper(model: Any, *, precision: Precision = "fp32", packed: bool = True):
     """The reference profile's ``StepperFactory``: a ``TransformerStepper`` (it always
-    decodes through the model's own weights, so ``packed`` changes nothing)."""
+    decodes through the model's own weights, so ``packed`` changes nothing).
+
+    Raises:
+        PrecisionError: for int8, which only the fast profile decodes in.
+    """
+    if precision == "int8":
+        raise PrecisionError(
+            "precision int8 is a speed trick of the fast profile; the reference profile "
+            "decodes in fp32 or bf16"
+        )
     return TransformerStepper(model, precision=precision)
 
 

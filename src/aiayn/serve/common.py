@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from aiayn.checks import Number, Rule, Whole, check
 from aiayn.decode.terms import pattern_problem
 from aiayn.errors import AiaynError, ConfigError
-from aiayn.runtime import resolve_precision
+from aiayn.runtime import check_decoding_precision, resolve_precision
 from aiayn.search_options import SearchOptions
 from aiayn.serve.checks import BadRequest, optional_key, parse_json
 
@@ -126,8 +126,11 @@ def read_api_keys(path: str | Path) -> frozenset[str]:
 
 
 def with_resolved_precision(settings: ServeSettings) -> ServeSettings:
-    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does)."""
-    precision = resolve_precision(settings.decode.precision, torch.device(settings.device))
+    """``settings`` with precision ``auto`` resolved for its device (as ``aiayn serve`` does),
+    refusing at start int8 off the CPU (``aiayn.runtime.check_decoding_precision``)."""
+    device = torch.device(settings.device)
+    precision = resolve_precision(settings.decode.precision, device)
+    check_decoding_precision(precision, device)
     return replace(settings, decode=replace(settings.decode, precision=precision))
 
 
