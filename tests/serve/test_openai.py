@@ -15,7 +15,7 @@ httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
 from aiayn.decode import generate, load_language_model  # noqa: E402
-from aiayn.serve.openai_api import TURN_STOPS, render_chat  # noqa: E402
+from aiayn.serve.openai_requests import TURN_STOPS, render_chat  # noqa: E402
 
 SAMPLING = {"max_tokens": 20, "temperature": 0.8, "seed": 3}
 CHAT = [
