@@ -72,7 +72,7 @@ def test_argos_translates_offline_as_ctranslate2_does(offline):
     pieces = [p for r in results for p in r.hypotheses[0]]
     expected = sp.decode_pieces(pieces).replace("▁", " ").replace("_", " ").lstrip(" ")
     assert theirs == expected
-    assert len(expected.split()) > 4
+    assert len(pieces) > 4  # the random model wrote something (its words may run together)
 
 
 def test_the_splitter_ends_sentences_where_it_says(offline):

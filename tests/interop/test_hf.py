@@ -100,7 +100,9 @@ def test_the_tokenizer_and_texts_are_aiayns(exported, trained_model_dir, sources
                 no_repeat_ngram_size=0,
             )
             theirs.append(tokenizer.decode(generated[0], skip_special_tokens=True))
-    assert theirs == expected
+    # a hypothesis cut at its length limit may end in a bare word-start piece: aiayn's
+    # SentencePiece decoding keeps its space, Hugging Face's decode strips it
+    assert [t.strip() for t in theirs] == [t.strip() for t in expected]
     assert any(len(t.split()) > 1 for t in expected)
 
 

@@ -111,6 +111,12 @@ def _add_prepare_parser(sub) -> None:
         default=4096,
         help="batch size used to report the padding fraction",
     )
+    _add_language_model_options(p)
+    p.set_defaults(handler=run_prepare)
+
+
+def _add_language_model_options(p: argparse.ArgumentParser) -> None:
+    """``aiayn prepare``'s options for a language-model corpus (one text file)."""
     p.add_argument("--text", metavar="FILE", help="a language-model corpus (one text file)")
     p.add_argument(
         "--tokenizer",
@@ -124,7 +130,6 @@ def _add_prepare_parser(sub) -> None:
         default=0.1,
         help="for --text: the last fraction of characters for validation",
     )
-    p.set_defaults(handler=run_prepare)
 
 
 def run_data(args: argparse.Namespace) -> int:

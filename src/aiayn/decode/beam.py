@@ -86,17 +86,10 @@ def beam_search(
     Returns:
         For each sentence, ``nbest`` hypotheses, best first.
     """
-    if not 1 <= nbest <= beam:
-        raise ValueError(f"nbest must be between 1 and beam={beam}, got {nbest}")
-    if alpha is not None and alpha < 0:
-        raise ValueError(f"alpha must be >= 0, got {alpha}")
-    if stopping not in STOPPING:
-        raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
-    check_guards(max_len_a, repeat_stop)
+    _check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
     device = src.device
     b, k = src.size(0), beam
-    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
-    max_len = output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)  # (B,)
+    max_len = _sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)  # one beam per sentence at the start: K would be duplicates
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
@@ -107,23 +100,16 @@ def beam_search(
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        at_max = (step + 1 >= max_len[active]).repeat_interleave(width)  # (A·W,)
-        if repeat_stop is not None and step:
-            history = tokens[:, max(1, step + 1 - repeat_stop * REPEAT_SPAN) :]  # (A·W, t)
-            at_max |= looping(history, repeat_stop)
-        _restrict(log_probs, at_max=at_max, specials=specials)
+        _restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
         top_logp, top_beam, top_token = extensions(log_probs, alive, 2 * k)  # (A, 2K) each
         is_eos = top_token == specials.eos
         finished = is_eos & torch.isfinite(top_logp)
         finished[:, k:] = False  # as fairseq and HF: only EOS among the K best ends a beam
         if finished.any():
-            prefixes = tokens.view(a, width, -1).gather(
-                1, top_beam[:, :, None].expand(-1, -1, tokens.size(1))
-            )  # (A, 2K, t+1)
+            prefixes = _prefixes(tokens.view(a, width, -1), top_beam)  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
-        lp = best_possible_lp[active] if stopping == "exact" else length_penalty(step + 1, alpha)
-        done = _done(stopping, alive, pool.ranks[active], nbest=nbest, bound_lp=lp)  # (A,)
+        done = _sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
         if done.all():
             break
         rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
@@ -131,16 +117,59 @@ def beam_search(
         kept = None
         if done.any():  # finished sentences leave the batch
             kept = (~done).nonzero().squeeze(1)  # (A',)
-            active, alive, rows, new_tokens = (
-                active[kept],
-                alive[kept],
-                rows[kept],
-                new_tokens[kept],
-            )
+            active, alive, rows, new_tokens = (t[kept] for t in (active, alive, rows, new_tokens))
         rows = rows.view(-1)  # (A'·K,)
         tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], dim=1)
         state = decoder.reorder(state, rows, sentences=kept)
     return pool.results(nbest)
+
+
+def _sentence_limits(
+    src: Tensor, specials: SpecialIds, max_len_b: int, max_len_a: float | None
+) -> Tensor:
+    """(B,) the longest output each (B, S) source sentence may have (``output_limits``)."""
+    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
+    return output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)
+
+
+def _sentences_done(
+    stopping: str,
+    alive: Tensor,
+    pool: _Pool,
+    active: Tensor,
+    best_possible_lp: Tensor,
+    step: int,
+    alpha: float | None,
+    nbest: int,
+) -> Tensor:
+    """(A,) the active sentences whose search may stop after ``step`` (``STOPPING``): the
+    length penalty bounding their (A, K) ``alive`` scores is the best their maximum length
+    allows (``exact``) or the present length's."""
+    lp = best_possible_lp[active] if stopping == "exact" else length_penalty(step + 1, alpha)
+    return _done(stopping, alive, pool.ranks[active], nbest=nbest, bound_lp=lp)
+
+
+def _check_arguments(
+    beam: int,
+    nbest: int,
+    alpha: float | None,
+    stopping: str,
+    max_len_a: float | None,
+    repeat_stop: int | None,
+) -> None:
+    check_guards(max_len_a, repeat_stop)
+    if not 1 <= nbest <= beam:
+        raise ValueError(f"nbest must be between 1 and beam={beam}, got {nbest}")
+    if alpha is not None and alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    if stopping not in STOPPING:
+        raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
+
+
+def _prefixes(tokens: Tensor, top_beam: Tensor) -> Tensor:
+    """(A, W, t) tokens of each sentence's rows, (A, 2K) the row each candidate extends:
+    (A, 2K, t) the candidates' prefixes."""
+    return tokens.gather(1, top_beam[:, :, None].expand(-1, -1, tokens.size(2)))
 
 
 def _done(
@@ -161,6 +190,26 @@ def _done(
         return ~torch.isfinite(best_alive) | torch.isfinite(finished[:, -1])
     bound = best_alive / bound_lp  # (A,)
     return ~torch.isfinite(bound) | (finished[:, nbest - 1] >= bound)
+
+
+def _restrict_rows(
+    log_probs: Tensor,
+    tokens: Tensor,
+    max_len: Tensor,
+    step: int,
+    repeat_stop: int | None,
+    specials: SpecialIds,
+) -> Tensor:
+    """``_restrict`` the (A·W, V) ``log_probs`` of rows whose (A·W, t) ``tokens`` reached
+    their sentence's (A,) ``max_len`` at ``step`` or loop (the repetition stop, from the
+    second step): these may only end. Returns those rows, (A·W,) bool."""
+    width = len(tokens) // len(max_len)
+    at_max = (step + 1 >= max_len).repeat_interleave(width)  # (A·W,)
+    if repeat_stop is not None and step:
+        history = tokens[:, max(1, step + 1 - repeat_stop * REPEAT_SPAN) :]  # (A·W, t)
+        at_max |= looping(history, repeat_stop)
+    _restrict(log_probs, at_max=at_max, specials=specials)
+    return at_max
 
 
 def _restrict(log_probs: Tensor, *, at_max: Tensor, specials: SpecialIds) -> None:

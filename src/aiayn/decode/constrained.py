@@ -27,8 +27,16 @@ from torch import Tensor
 from aiayn.accel.profiles import ExtensionsFunction
 from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
-from aiayn.decode.beam import NEG_INF, STOPPING, Hypothesis, _done, _Pool, _restrict, length_penalty
-from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
+from aiayn.decode.beam import (
+    NEG_INF,
+    Hypothesis,
+    _check_arguments,
+    _Pool,
+    _restrict_rows,
+    _sentence_limits,
+    _sentences_done,
+    length_penalty,
+)
 from aiayn.decode.specials import DEFAULT_SPECIALS
 from aiayn.decode.stepper import StepDecoder
 
@@ -104,22 +112,16 @@ def constrained_beam_search(
     continue a word (a subword without its word-start mark), never emitted right after a
     constraint, so a term stays a word of its own (``Mann``, not ``Mannschaft``).
 
-    Returns:
-        For each sentence, ``nbest`` hypotheses, best first: those holding every
-        constraint before any that reached the maximum length without them.
+    Returns, for each sentence, ``nbest`` hypotheses, best first: those holding every
+    constraint before any that reached the maximum length without them.
     """
     if len(constraints) != src.size(0):
         raise ValueError(f"{len(constraints)} constraint lists for {src.size(0)} sentences")
-    if not 1 <= nbest <= beam:
-        raise ValueError(f"nbest must be between 1 and beam={beam}, got {nbest}")
-    if stopping not in STOPPING:
-        raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
+    _check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
     device = src.device
     b, k = src.size(0), beam
     progress = _Progress(constraints, device)
-    check_guards(max_len_a, repeat_stop)
-    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
-    max_len = output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)  # (B,)
+    max_len = _sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)
     active = torch.arange(b, device=device)  # (A,)
@@ -132,14 +134,8 @@ def constrained_beam_search(
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        at_max = (step + 1 >= max_len[active]).repeat_interleave(width)  # (A·W,)
-        if repeat_stop is not None and step:
-            history = tokens[:, max(1, step + 1 - repeat_stop * REPEAT_SPAN) :]  # (A·W, t)
-            at_max |= looping(history, repeat_stop)
-        _restrict(log_probs, at_max=at_max, specials=specials)
-        log_probs[~met.all(dim=1) & ~at_max, specials.eos] = NEG_INF  # unmet: no EOS yet
-        if glued is not None:
-            log_probs.masked_fill_(ended[:, None] & glued, NEG_INF)  # (A·W, V)
+        at_max = _restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
+        _hold_back(log_probs, ~met.all(dim=1) & ~at_max, ended, glued, specials.eos)
         beams, new, scores = _candidates(
             log_probs, alive, met, matched, progress.tokens[active], 2 * k, extensions
         )  # (A, M) each
@@ -157,29 +153,33 @@ def constrained_beam_search(
             pool.add(active, prefixes, scores, finished, length=step + 1, alpha=alpha, demote=unmet)
         pick = _allocate(scores.masked_fill(is_eos, NEG_INF), bank, k)  # (A, K)
         alive = scores.gather(1, pick)  # (A, K)
-        lp = best_possible_lp[active] if stopping == "exact" else length_penalty(step + 1, alpha)
-        done = _done(stopping, alive, pool.ranks[active], nbest=nbest, bound_lp=lp)  # (A,)
+        done = _sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
         if done.all():
             break
         chosen_rows, chosen_tokens = rows.gather(1, pick), new.gather(1, pick)  # (A, K) each
         met = cand_met.gather(1, pick[..., None].expand(-1, -1, c))  # (A, K, C)
         matched = cand_matched.gather(1, pick[..., None].expand(-1, -1, c))  # (A, K, C)
         ended = (cand_met & ~before).any(dim=2).gather(1, pick)  # (A, K)
-        kept = None
-        if done.any():
-            kept = (~done).nonzero().squeeze(1)  # (A',)
-            active, alive, chosen_rows, chosen_tokens = (
-                active[kept],
-                alive[kept],
-                chosen_rows[kept],
-                chosen_tokens[kept],
+        kept = (~done).nonzero().squeeze(1) if done.any() else None  # (A',)
+        if kept is not None:
+            active, alive, chosen_rows, chosen_tokens, met, matched, ended = (
+                t[kept] for t in (active, alive, chosen_rows, chosen_tokens, met, matched, ended)
             )
-            met, matched, ended = met[kept], matched[kept], ended[kept]
         chosen_rows = chosen_rows.view(-1)  # (A'·K,)
         tokens = torch.cat([tokens[chosen_rows], chosen_tokens.view(-1, 1)], dim=1)
         met, matched, ended = met.view(-1, c), matched.view(-1, c), ended.view(-1)  # (A'·K, ·)
         state = decoder.reorder(state, chosen_rows, sentences=kept)
     return pool.results(nbest)
+
+
+def _hold_back(
+    log_probs: Tensor, unmet: Tensor, ended: Tensor, glued: Tensor | None, eos: int
+) -> None:
+    """No EOS for the (A·W,) ``unmet`` rows (a constraint still to hold), and none of the
+    (V,) ``glued`` tokens right after a constraint in the (A·W,) ``ended`` rows."""
+    log_probs[unmet, eos] = NEG_INF
+    if glued is not None:
+        log_probs.masked_fill_(ended[:, None] & glued, NEG_INF)  # (A·W, V)
 
 
 def _candidates(

@@ -70,11 +70,7 @@ def greedy_search(
         raise ValueError(f"leave_after must be between 0 and 1, got {leave_after}")
     check_guards(max_len_a, repeat_stop)
     b, device = src.size(0), src.device
-    limit = (
-        output_limits((src != specials.pad).sum(dim=1), max_len_b=max_len_b, max_len_a=max_len_a)
-        if max_len is None
-        else torch.full((b,), max_len, device=device)
-    )  # (B,)
+    limit = _limits(src, specials, max_len, max_len_b, max_len_a)  # (B,)
     out = torch.full((b, int(limit.max())), specials.pad, dtype=torch.long, device=device)
     state = decoder.start(src)
     active = torch.arange(b, device=device)  # (A,) sentences in the batch, A ≤ B
@@ -107,6 +103,17 @@ def greedy_search(
 
 
 # --8<-- [end:greedy_search]
+def _limits(
+    src: Tensor, specials: SpecialIds, max_len: int | None, max_len_b: int, max_len_a: float | None
+) -> Tensor:
+    """(B,) the longest output of each (B, S) source sentence: ``max_len`` for all, or what
+    the length guards allow (``output_limits``)."""
+    if max_len is not None:
+        return torch.full((src.size(0),), max_len, device=src.device)
+    src_lengths = (src != specials.pad).sum(dim=1)  # (B,)
+    return output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)
+
+
 def greedy_decode(
     model: Transformer, src: Tensor, *, max_len_b: int = 50, max_len: int | None = None
 ) -> Tensor:

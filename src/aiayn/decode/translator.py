@@ -13,6 +13,13 @@ from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
 from aiayn.decode.constrained import Constraints
+from aiayn.decode.inputs import (
+    TranslationError,
+    check_computes,
+    check_lines,
+    check_options,
+    html_documents,
+)
 from aiayn.decode.search import length_batches, pad, search
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.decode.terms import (
@@ -24,7 +31,6 @@ from aiayn.decode.terms import (
     mark,
     render_documents,
 )
-from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.runtime import resolve_precision
 from aiayn.search_options import SearchOptions
@@ -32,7 +38,6 @@ from aiayn.store import load_model
 from aiayn.text.case import in_known_case, is_shouted
 from aiayn.text.documents import Limits, translate_document
 from aiayn.text.documents.base import DEFAULT_LIMITS
-from aiayn.text.html import HtmlError, HtmlText
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
 from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
@@ -40,10 +45,6 @@ from aiayn.text.sentences import split_paragraph
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 UNKNOWN_LENGTH_RATIO = 1.0  # a model without one (older aiayn, imported): its pieces per
 # source piece taken as 1 (a shared subword model's pieces are about as many on both sides)
-
-
-class TranslationError(AiaynError, ValueError):
-    """Input that cannot be translated under the chosen options (e.g. an over-long line)."""
 
 
 class Translator:
@@ -87,7 +88,7 @@ class Translator:
         model, cfg = load_model(directory, device=device, profile=profile)
         if not isinstance(model, Transformer):
             raise TranslationError(f"{directory}: a language model, not a translation model")
-        _check_computes(model, directory)
+        check_computes(model, directory)
         src, tgt, info = load_tokenizers(directory)
         check_vocabularies(directory, info, cfg)
         return cls(
@@ -175,8 +176,8 @@ class Translator:
         ``target_token`` (a multilingual model's ``>>fra<<``) goes before every non-empty
         sentence.
         """
-        _check_lines(lines)
-        _check_options(options)
+        check_lines(lines)
+        check_options(options)
         if options.text == "raw":
             texts, shouted = self._known_case([line.strip() for line in lines], options)
             found = self._translate_texts(texts, options, warn, target_token)
@@ -186,7 +187,7 @@ class Translator:
             ]
             return keep_confident(lines, found, options.min_confidence)
         html = options.format == "html"
-        documents = _html_documents(lines) if html else []
+        documents = html_documents(lines) if html else []
         units = [t for d in documents for t in d.texts] if html else list(lines)
         unit_lines = (
             [n for n, d in enumerate(documents, 1) for _ in d.texts]
@@ -323,7 +324,7 @@ class Translator:
             TranslationError: a source that is not a sequence of ids of the vocabulary, or
                 options this model cannot decode with.
         """
-        _check_options(options)
+        check_options(options)
         self.check(options)
         self._check_ids(sources)
         if constraints is not None and len(constraints) != len(sources):
@@ -401,62 +402,3 @@ class Translator:
 
     def _translation(self, tokens: list[int], score: float, sure: float) -> Translation:
         return Translation(self.tgt_tokenizer.decode(tokens), score, tokens, sure)
-
-
-@torch.inference_mode()
-def _check_computes(model: Transformer, directory: str | Path) -> None:
-    """Refuse a model whose finite weights still compute NaN or an infinity (values so large
-    that they overflow): it would translate every line to unknown words.
-
-    Raises:
-        TranslationError: naming the directory."""
-    device = next(model.parameters()).device
-    specials = model.specials
-    src = torch.tensor([[specials.eos]], device=device)  # (1, 1): the shortest source
-    tgt = torch.tensor([[specials.bos]], device=device)  # (1, 1)
-    if not bool(torch.isfinite(model(src, tgt)).all()):
-        raise TranslationError(
-            f"{directory}: the model computes non-finite values (its weights overflow: "
-            "damaged, or trained until it diverged); it cannot translate"
-        )
-
-
-def _html_documents(lines: Sequence[str]) -> list[HtmlText]:
-    """Each line parsed as an HTML document.
-
-    Raises:
-        TranslationError: a document too deep or too large (``aiayn.text.html``)."""
-    documents = []
-    for n, line in enumerate(lines, 1):
-        try:
-            documents.append(HtmlText(line))
-        except HtmlError as e:
-            raise TranslationError(f"line {n}: {e}") from None
-    return documents
-
-
-def _check_lines(lines: Sequence[str]) -> None:
-    if isinstance(lines, str | bytes):
-        raise TranslationError(
-            "translate() takes a list of lines, not one string: pass [text] to translate one"
-        )
-    if not isinstance(lines, Sequence):
-        raise TranslationError(f"translate() takes a list of lines, not {type(lines).__name__}")
-    for n, line in enumerate(lines, 1):
-        if not isinstance(line, str):
-            raise TranslationError(f"line {n}: expected text (str), got {type(line).__name__}")
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise TranslationError(
-                f"line {n}: a lone surrogate (U+{ord(line[e.start]):04X} at character "
-                f"{e.start + 1}), not valid Unicode"
-            ) from None
-
-
-def _check_options(options: SearchOptions) -> None:
-    if not isinstance(options, SearchOptions):
-        raise TranslationError(
-            f"options: expected a SearchOptions, got {type(options).__name__} "
-            "(write SearchOptions(beam=4, ...))"
-        )

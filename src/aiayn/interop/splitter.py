@@ -111,6 +111,14 @@ def splitter_model(lang: str):
         [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["B", "T", N_LABELS])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    helper.set_model_props(model, _properties(lang))
+    onnx.checker.check_model(model)
+    return model
+
+
+def _properties(lang: str) -> dict[str, str]:
+    """What MiniSBD reads from the model's properties: its language, configuration and
+    vocabulary of units."""
     vocab = {
         "lang": lang,
         "idx": 0,
@@ -119,14 +127,9 @@ def splitter_model(lang: str):
         "_unit2id": {u: i for i, u in enumerate(UNITS)},
         "_id2unit": UNITS,
     }
-    helper.set_model_props(
-        model,
-        {
-            "lang_code": lang,
-            "config": json.dumps(MINISBD_CONFIG),
-            "vocab": json.dumps(vocab, ensure_ascii=False),
-            "lexicon": "null",
-        },
-    )
-    onnx.checker.check_model(model)
-    return model
+    return {
+        "lang_code": lang,
+        "config": json.dumps(MINISBD_CONFIG),
+        "vocab": json.dumps(vocab, ensure_ascii=False),
+        "lexicon": "null",
+    }
