@@ -42,9 +42,11 @@ class PortZeroServer:
     def __init__(self, model: Path, *options: str):
         argv = [sys.executable, "-m", "aiayn", "serve", "--model", str(model), "--port", "0"]
         self.proc = subprocess.Popen([*argv, *options], env=ENV, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stderr.readline()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert found and found.group(1) != "0", line
+        said = []  # the loading lines come first, then the address
+        while not (found := re.search(r"http://127\.0\.0\.1:(\d+)/", said[-1] if said else "")):
+            said.append(self.proc.stderr.readline())
+            assert said[-1] and len(said) < 50, "".join(said)
+        assert found.group(1) != "0", said[-1]
         self.url = f"http://127.0.0.1:{found.group(1)}"
         wait_until_healthy(self.proc, self.url)
         self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
