@@ -977,7 +977,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     (
         "serve: --suggestions unwritable",
         NONE,
-        [*SERVE, "--suggestions", "{t}/no/such/dir/s.jsonl"],
+        [*SERVE, "--port", "0", "--suggestions", "{t}/no/such/dir/s.jsonl"],  # any free port
         "cannot write suggestions",
     ),
     (
