@@ -12,7 +12,6 @@ process ignores SIGINT and SIGTERM, as a decoding process does: its caller ends 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import signal
 import time
 from collections.abc import Callable
@@ -21,7 +20,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from aiayn.decode.generate import GenerationError, generate, load_language_model
-from aiayn.decode.process import LIVENESS_CHECK_S, DecoderCrashed, DecoderSpec
+from aiayn.decode.process import (
+    LIVENESS_CHECK_S,
+    DecoderCrashed,
+    DecoderSpec,
+    end_child,
+    spawn_child,
+)
 from aiayn.errors import AiaynError
 
 STOP = "stop"  # the caller's message: end the generation under way
@@ -121,28 +126,14 @@ class GeneratorProcess:
     def close(self, wait_s: float = 30) -> None:
         with contextlib.suppress(OSError):
             self._conn.send(None)
-        self._process.join(timeout=wait_s)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
-        self._conn.close()
+        end_child(self._process, self._conn, wait_s)
 
     def _spawn(self) -> None:
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded server
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_generate_requests, args=(child, self.spec), name="aiayn-generator", daemon=True
-        )
-        self._process.start()
-        child.close()
+        self._conn, self._process = spawn_child(_generate_requests, self.spec, "aiayn-generator")
 
     def _restart(self) -> None:
         self.restarts += 1
-        self._process.join(timeout=5)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
-        self._conn.close()
+        end_child(self._process, self._conn, 5)
         self._spawn()
         self.wait_ready()
 

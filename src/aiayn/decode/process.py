@@ -27,6 +27,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError, Translator
@@ -38,6 +39,26 @@ LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
 LIVENESS_CHECK_S = 1.0  # while waiting for an answer, how often to check the process lives
+
+
+def spawn_child(target: Callable, spec: Any, name: str) -> tuple[Connection, BaseProcess]:
+    """A spawned (never forked: the server has threads) daemon process running
+    ``target(connection, spec)``, and this side's end of their pipe."""
+    context = multiprocessing.get_context("spawn")
+    conn, child = context.Pipe()
+    process = context.Process(target=target, args=(child, spec), name=name, daemon=True)
+    process.start()
+    child.close()
+    return conn, process
+
+
+def end_child(process: BaseProcess, conn: Connection, wait_s: float) -> None:
+    """Wait up to ``wait_s`` for ``process`` to end, then kill it; close the pipe."""
+    process.join(timeout=wait_s)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    conn.close()
 
 
 class DecoderCrashed(AiaynError):
@@ -140,21 +161,10 @@ class TranslatorProcess:
         self._end(wait_s=30)
 
     def _end(self, wait_s: float) -> None:
-        """Wait up to ``wait_s`` for the process to end, then kill it."""
-        self._process.join(timeout=wait_s)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join()
-        self._conn.close()
+        end_child(self._process, self._conn, wait_s)
 
     def _spawn(self) -> None:
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded server
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_decode_batches, args=(child, self.spec), name="aiayn-decoder", daemon=True
-        )
-        self._process.start()
-        child.close()
+        self._conn, self._process = spawn_child(_decode_batches, self.spec, "aiayn-decoder")
 
     def _restart(self) -> None:
         self.restarts += 1
