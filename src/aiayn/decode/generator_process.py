@@ -12,7 +12,6 @@ process ignores SIGINT and SIGTERM, as a decoding process does: its caller ends 
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from aiayn.decode.process import (
     DecoderCrashed,
     DecoderSpec,
     end_child,
+    set_up_child,
     spawn_child,
 )
 from aiayn.errors import AiaynError
@@ -140,15 +140,7 @@ class GeneratorProcess:
 
 def _generate_requests(conn: Connection, spec: DecoderSpec) -> None:
     """The generating process: load the model, then answer requests until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    import torch
-
-    from aiayn.memory import limit_kernel_cache, tune_allocator
-
-    tune_allocator()
-    limit_kernel_cache()
-    torch.set_num_threads(spec.threads)
+    set_up_child(spec)
     try:
         model, _ = load_language_model(spec.model, device=spec.device, profile=spec.profile)
     except Exception as e:

@@ -52,6 +52,20 @@ def spawn_child(target: Callable, spec: Any, name: str) -> tuple[Connection, Bas
     return conn, process
 
 
+def set_up_child(spec: DecoderSpec) -> None:
+    """A worker process's set-up: the server's signals are the parent's to handle, aiayn's
+    allocator policy and kernel cache, ``spec.threads`` threads."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    import torch
+
+    from aiayn.memory import limit_kernel_cache, tune_allocator
+
+    tune_allocator()
+    limit_kernel_cache()
+    torch.set_num_threads(spec.threads)
+
+
 def end_child(process: BaseProcess, conn: Connection, wait_s: float) -> None:
     """Wait up to ``wait_s`` for ``process`` to end, then kill it; close the pipe."""
     process.join(timeout=wait_s)
@@ -176,15 +190,7 @@ class TranslatorProcess:
 
 def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
     """The decoding process: load the model, then answer batches until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    import torch
-
-    from aiayn.memory import limit_kernel_cache, tune_allocator
-
-    tune_allocator()
-    limit_kernel_cache()
-    torch.set_num_threads(spec.threads)
+    set_up_child(spec)
     try:
         translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
     except Exception as e:
