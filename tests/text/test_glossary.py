@@ -57,3 +57,33 @@ def test_an_unreadable_glossary_is_one_line(tmp_path):
 def test_bad_pairs_are_one_line(pairs, message):
     with pytest.raises(GlossaryError, match=message):
         Glossary.from_pairs(pairs, origin="request glossary")
+
+
+def test_a_glossary_is_compiled_once_per_content_however_often_it_is_sent(monkeypatch):
+    """A server's glossary travels to the decoding process with every batch's options (a
+    pickled copy), and a request's glossary is rebuilt for every request: each content is
+    compiled once in a process, found again by its digest."""
+    import pickle
+
+    from aiayn.text import glossary as module
+
+    compiled = []
+
+    def counting(terms):
+        compiled.append(terms)
+        return real(terms)
+
+    real = module.compile_terms
+    monkeypatch.setattr(module, "compile_terms", counting)
+    monkeypatch.setattr(module, "_MATCHERS", type(module._MATCHERS)())
+    server = Glossary.from_pairs([("button", "Schaltfläche"), ("save", "speichern")])
+    for _ in range(3):  # three batches, each with a copy of the options
+        copy = pickle.loads(pickle.dumps(server))
+        assert [t.target for t in copy.matches("Save the button")] == ["speichern", "Schaltfläche"]
+    for _ in range(2):  # the same request glossary twice
+        asked = Glossary.from_pairs([["dog", "Hund"]])
+        assert [t.target for t in asked.matches("a dog")] == ["Hund"]
+    assert len(compiled) == 2
+    other = Glossary.from_pairs([["dog", "Köter"]])  # other content: compiled anew
+    assert [t.target for t in other.matches("a dog")] == ["Köter"]
+    assert len(compiled) == 3 and other.digest != asked.digest

@@ -10,6 +10,10 @@ spells it, also by a model trained on lowercased text.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,23 +69,57 @@ class Glossary:
         return cls(tuple(sorted(found.values(), key=lambda t: (-len(t.source), t.source))))
 
     @cached_property
-    def _pattern(self) -> regex.Pattern:
-        words = "|".join(regex.escape(t.source) for t in self.terms)
-        return regex.compile(rf"(?<!\w)(?:{words})(?!\w)", regex.IGNORECASE)
+    def digest(self) -> str:
+        """SHA-256 of the terms: glossaries of the same terms share one compiled matcher."""
+        content = json.dumps([[t.source, t.target] for t in self.terms], ensure_ascii=False)
+        return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
-    @cached_property
-    def _by_source(self) -> dict[str, Term]:
-        return {t.source.casefold(): t for t in self.terms}
+    def __getstate__(self) -> dict[str, Any]:
+        """The terms and their digest: a copy sent to a decoding process (a batch's options)
+        finds its matcher there by the digest, never recompiling what it has."""
+        return {"terms": self.terms, "digest": self.digest}
 
     def matches(self, sentence: str) -> list[Term]:
         """The terms whose source term ``sentence`` holds, in the order they occur (a term
         once however often it occurs)."""
+        pattern, by_source = _matcher(self)
         found: dict[str, Term] = {}
-        for m in self._pattern.finditer(sentence):
-            term = self._by_source.get(m.group().casefold())
+        for m in pattern.finditer(sentence):
+            term = by_source.get(m.group().casefold())
             if term is not None:
                 found.setdefault(term.source, term)
         return list(found.values())
+
+
+_MATCHERS: OrderedDict[str, tuple[regex.Pattern, dict[str, Term]]] = OrderedDict()
+MATCHERS_KEPT = 8  # compiled glossaries a process keeps, the latest used
+_MATCHERS_LOCK = threading.Lock()
+
+
+def _matcher(glossary: Glossary) -> tuple[regex.Pattern, dict[str, Term]]:
+    """The compiled pattern of ``glossary``'s source terms and its terms by casefolded
+    source, compiled once per process for each content (by its digest): a server's
+    glossary and a request's repeated one are compiled once, not per batch."""
+    key = glossary.digest
+    with _MATCHERS_LOCK:
+        found = _MATCHERS.get(key)
+        if found is not None:
+            _MATCHERS.move_to_end(key)
+            return found
+    found = compile_terms(glossary.terms)
+    with _MATCHERS_LOCK:
+        _MATCHERS[key] = found
+        while len(_MATCHERS) > MATCHERS_KEPT:
+            _MATCHERS.popitem(last=False)
+    return found
+
+
+def compile_terms(terms: tuple[Term, ...]) -> tuple[regex.Pattern, dict[str, Term]]:
+    """One pattern for all source terms (whole words, ignoring case) and the terms by
+    casefolded source."""
+    words = "|".join(regex.escape(t.source) for t in terms)
+    pattern = regex.compile(rf"(?<!\w)(?:{words})(?!\w)", regex.IGNORECASE)
+    return pattern, {t.source.casefold(): t for t in terms}
 
 
 def _add(found: dict[str, Term], source: Any, target: Any, where: str) -> dict[str, Term]:
