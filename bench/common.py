@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 SIZES = ("tiny", "base")  # aiayn's model presets (aiayn.config.MODEL_PRESETS)
@@ -21,6 +23,21 @@ EXTENSIONS = (
     ("AMX", "amx_tile"),
 )
 BFLOAT16_FLAGS = {"avx512_bf16", "amx_tile"}  # bfloat16 products in hardware (else emulated)
+# --isa: the environment that holds every library a benchmark measures to an instruction set,
+# each by its own switch, so that an AVX512 machine measures as an AVX2 one would. MKL only
+# restricts its Intel code paths: on AMD CPUs it runs its AVX2 path whatever it is told
+# (SGEMM 64 × 512 × 2048 took as long with AVX512, AVX2 and SSE4_2 on a Zen 5 EPYC).
+ISAS: dict[str, dict[str, str]] = {
+    "native": {},
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",  # PyTorch's own kernels (torch.backends.cpu)
+        "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN: PyTorch's packed and int8 maps, CTranslate2's GEMMs
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",  # MKL's SGEMM (PyTorch's float32 nn.Linear)
+        "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",  # FBGEMM's int8 GEMMs (fbgemmInstructionSet)
+        "CT2_FORCE_CPU_ISA": "AVX2",  # CTranslate2's own kernels
+    },
+}
+ISA_LACKS = {"native": set(), "avx2": {flag for _, flag in EXTENSIONS if flag != "avx2"}}
 
 
 def cpu_flags() -> set[str]:
@@ -61,10 +78,83 @@ def instruction_set() -> str:
     )
 
 
-def native_precisions(precisions: tuple[str, ...]) -> list[str]:
-    """``precisions`` less bf16 where this CPU emulates bfloat16 (neither AVX512-BF16 nor
-    AMX): the default of ``--precisions``."""
-    emulated = not BFLOAT16_FLAGS & cpu_flags()
+def hold_to_isa(isa: str) -> list[str]:
+    """Set the environment of ``ISAS[isa]`` in this process, which every measuring process
+    inherits (before the benchmark imports torch), and return the header lines naming
+    each library's instruction set as a fresh process sees it. "native" changes nothing.
+    """
+    os.environ.update(ISAS[isa])
+    if isa == "native":
+        return []
+    lines = [
+        f"--isa {isa}: every system in processes with "
+        + " ".join(f"{k}={v}" for k, v in ISAS[isa].items())
+    ]
+    with tempfile.TemporaryDirectory() as work:
+        lines += _probe(_TORCH_PROBE, work)
+        if importlib.util.find_spec("ctranslate2") is not None:
+            lines += _probe(_CT2_PROBE, work)
+    return lines
+
+
+def _probe(code: str, work: str) -> list[str]:
+    """Run ``code`` in a fresh process (oneDNN and CTranslate2 verbose) in ``work``; the
+    lines it prints that start with ``"  "``, or why it failed."""
+    env = {**os.environ, "ONEDNN_VERBOSE": "1", "CT2_VERBOSE": "1", "PYTHONPATH": _path()}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=work
+    )
+    if proc.returncode != 0:
+        return [f"  probe failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"]
+    found = [line for line in proc.stdout.splitlines() if line.startswith("  ")]
+    onednn = [line for line in proc.stdout.splitlines() if ",isa:" in line]
+    ct2 = [line.split("] ")[-1] for line in proc.stderr.splitlines() if "Selected ISA" in line]
+    if onednn:
+        found.append(f"    oneDNN: {onednn[0].split(',isa:')[1]}")
+    if ct2:
+        found.append(f"    {ct2[0].strip()}")
+    return found
+
+
+def _path() -> str:
+    """PYTHONPATH for a probe: this directory (``common``) and what the caller had."""
+    here = str(Path(__file__).resolve().parent)
+    return os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+# A fresh PyTorch: its kernels, a packed float32 product (oneDNN), an int8 one (FBGEMM, which
+# reports nothing: its env switch is honoured by its dispatch, fbgemmInstructionSet), and a
+# tiny model exported for the CTranslate2 probe.
+_TORCH_PROBE = """
+import os, torch
+from aiayn.accel.int8 import reduces_range
+from aiayn.interop.ct2 import convert
+from aiayn.models import build_model
+from common import aiayn_config
+x, w = torch.randn(8, 64), torch.randn(64, 64)
+torch.ops.mkldnn._linear_pointwise(
+    x, torch.ops.mkldnn._reorder_linear_weight(w, None), None, "none", [], "")
+print("  PyTorch:", torch.backends.cpu.get_cpu_capability(), "(ATen);",
+      "FBGEMM:", os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "its best"),
+      "(reports nothing; aiayn int8 activations in", 7 if reduces_range() else 8, "bits);",
+      "MKL: told", os.environ.get("MKL_ENABLE_INSTRUCTIONS", "nothing"),
+      "(on AMD CPUs its AVX2 path, whatever it is told)", flush=True)
+vocab = ["<blank>", "<unk>", "<s>", "</s>", *(f"t{i}" for i in range(4, 16))]
+torch.manual_seed(0)
+convert(build_model(aiayn_config("tiny", vocab=16)).eval(), vocab, vocab, "ct2")
+"""
+_CT2_PROBE = """
+import ctranslate2
+t = ctranslate2.Translator("ct2", device="cpu", compute_type="int8", intra_threads=1)
+t.translate_batch([["t4", "t5"]], max_decoding_length=2)
+print("  CTranslate2 (int8):", flush=True)
+"""
+
+
+def native_precisions(precisions: tuple[str, ...], isa: str = "native") -> list[str]:
+    """``precisions`` less bf16 where this CPU, held to ``isa`` (``ISAS``), emulates
+    bfloat16 (neither AVX512-BF16 nor AMX): the default of ``--precisions``."""
+    emulated = not BFLOAT16_FLAGS & (cpu_flags() - ISA_LACKS[isa])
     return [p for p in precisions if not (p == "bf16" and emulated)]
 
 

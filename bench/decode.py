@@ -2,7 +2,7 @@
 no-cache loop.
 
     python bench/decode.py [--sizes tiny base marian] [--precisions fp32 bf16 int8] [--repeats 3]
-                           [--rounds 3]
+                           [--rounds 3] [--isa avx2]
 
 Sentences per second for greedy search and beam search on a batch of 64 sentences of 15
 source tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is
@@ -15,7 +15,10 @@ weights packed once in bfloat16; "aiayn int8" is ``--precision int8``: every lin
 int8 (per-channel weights, activations quantised at each call), beside CTranslate2's int8
 on the same weights. ``--precisions`` picks aiayn's rows (default: those this
 CPU computes in hardware; bf16 is left out where it is emulated: neither AVX512-BF16 nor
-AMX); the first line names the CPU and its instruction set.
+AMX); the first line names the CPU and its instruction set. ``--isa avx2`` holds every
+system, in every process, to AVX2 by each library's own switch (``common.ISAS``: PyTorch,
+oneDNN, MKL, FBGEMM, CTranslate2), and the header names what each then runs: an AVX2
+machine, emulated on an AVX512 one.
 
 - ``tiny`` and ``base``: random aiayn weights of those presets, vocabulary 10,000, beam 5.
   CTranslate2 decodes the same weights (converted by ``aiayn.interop.ct2``, the code of
@@ -56,9 +59,11 @@ import time
 from pathlib import Path
 
 from common import (
+    ISAS,
     SIZES,
     VOCAB,
     aiayn_config,
+    hold_to_isa,
     instruction_set,
     marian_model,
     measure_in_subprocess,
@@ -572,6 +577,12 @@ def main() -> None:
         choices=PRECISIONS,
         help="aiayn's rows (default: those this CPU computes in hardware)",
     )
+    parser.add_argument(
+        "--isa",
+        choices=list(ISAS),
+        default="native",
+        help="hold every system to this instruction set (avx2: an AVX2 machine emulated)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--work")
@@ -593,8 +604,9 @@ def main() -> None:
     elif args.prepare:
         print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     else:
-        print(instruction_set(), flush=True)
-        precisions = args.precisions or native_precisions(PRECISIONS)
+        held = hold_to_isa(args.isa)  # before this process imports torch
+        print(instruction_set(), *held, sep="\n", flush=True)
+        precisions = args.precisions or native_precisions(PRECISIONS, args.isa)
         options = dict(repeats=args.repeats, rounds=args.rounds, precisions=precisions)
         if args.model:
             compare_trained(args.model, args.test, tokenized=args.tokenized, **options)

@@ -1,6 +1,6 @@
 """Training-step throughput, side by side: aiayn vs torch.nn.Transformer vs HF Marian.
 
-    python bench/train.py [--sizes tiny base] [--steps 8] [--precisions fp32 bf16]
+    python bench/train.py [--sizes tiny base] [--steps 8] [--precisions fp32 bf16] [--isa avx2]
     python bench/train.py --device cuda [--sizes base big] [--pairs 1700]
     python bench/train.py --device cuda --shape wmt [--compiled aiayn nn.Transformer]
 
@@ -12,6 +12,8 @@ in every row. "default" is glibc malloc as it comes; "tuned" is what aiayn sets 
 (mallopt: no mmap, no trim). Medians over the timed steps. ``--precisions`` picks the rows'
 precisions (default on the CPU: those it computes in hardware; bf16 is left out where it is
 emulated: neither AVX512-BF16 nor AMX); the first line names the CPU and its instruction set.
+``--isa avx2`` holds every row, in every process, to AVX2 by each library's own switch
+(``common.ISAS``) and names in the header what each library then runs.
 
 On a GPU (``--device cuda``) every system trains in bfloat16 autocast, the batch has
 ``--pairs`` sentence pairs of the same shape (1,700: ~25k target tokens, the paper's batch
@@ -33,16 +35,18 @@ import json
 import statistics
 import time
 
-from common import SIZES as CPU_SIZES
 from common import (
+    ISAS,
     VOCAB,
     aiayn_config,
+    hold_to_isa,
     instruction_set,
     marian_model,
     measure_in_subprocess,
     native_precisions,
     set_up_allocator,
 )
+from common import SIZES as CPU_SIZES
 
 SIZES = (*CPU_SIZES, "big")  # big only makes sense on a GPU
 PAIRS = 146  # sentence pairs per batch: ~2.1k target tokens, a Multi30k batch
@@ -295,6 +299,12 @@ def main() -> None:
         choices=PRECISIONS,
         help="the rows' precisions (default on the CPU: those it computes in hardware)",
     )
+    parser.add_argument(
+        "--isa",
+        choices=list(ISAS),
+        default="native",
+        help="hold every system to this instruction set (avx2: an AVX2 machine emulated)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "PRECISION", "ALLOC"))
     args = parser.parse_args()
     args.pairs = args.pairs or default_pairs(args.shape, gpu=args.device != "cpu")
@@ -304,8 +314,10 @@ def main() -> None:
         print(json.dumps(worker(system, size, precision, args.steps, args)))
         return
     gpu = args.device != "cpu"
-    print(instruction_set(), flush=True)
-    args.precisions = args.precisions or (PRECISIONS if gpu else native_precisions(PRECISIONS))
+    held = hold_to_isa(args.isa)  # before this process imports torch
+    print(instruction_set(), *held, sep="\n", flush=True)
+    native = native_precisions(PRECISIONS, args.isa)
+    args.precisions = args.precisions or (PRECISIONS if gpu else native)
     for size in args.sizes or (["base", "big"] if gpu else ["tiny", "base"]):
         bench_size(size, args)
 

@@ -53,10 +53,23 @@ def test_weight_scales_map_each_row_s_largest_magnitude_to_127():
 
 
 def test_activations_are_7_bits_exactly_without_vnni(monkeypatch):
+    monkeypatch.delenv("FBGEMM_ENABLE_INSTRUCTIONS", raising=False)
     for vnni in (True, False):
         monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda vnni=vnni: vnni)
         reduces_range.cache_clear()
         assert reduces_range() is (not vnni)
+    reduces_range.cache_clear()
+
+
+@pytest.mark.parametrize(("held", "seven_bits"), [("avx2", True), ("AVX512_E1", False)])
+def test_activations_are_7_bits_where_fbgemm_is_held_to_kernels_without_vnni(
+    monkeypatch, held, seven_bits
+):
+    monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: True)
+    monkeypatch.setenv("FBGEMM_ENABLE_INSTRUCTIONS", held)
+    reduces_range.cache_clear()
+    assert reduces_range() is seven_bits
+    monkeypatch.undo()
     reduces_range.cache_clear()
 
 

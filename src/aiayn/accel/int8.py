@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import warnings
 
 import torch
@@ -62,12 +63,19 @@ def int8_available() -> bool:
         return False
 
 
+# FBGEMM_ENABLE_INSTRUCTIONS values that hold FBGEMM's kernels to an instruction set
+# without VNNI (FBGEMM's fbgemmInstructionSet; ``bench/decode.py --isa avx2`` sets AVX2)
+NO_VNNI_KERNELS = {"AVX2", "AVX512", "AVX512_256"}
+
+
 @functools.cache
 def reduces_range() -> bool:
     """Whether activations are quantised to 7 bits: on x86 CPUs without VNNI, whose 8-bit
-    products add in pairs into a saturating 16-bit sum."""
+    products add in pairs into a saturating 16-bit sum, and where FBGEMM is told to use
+    kernels without it (``FBGEMM_ENABLE_INSTRUCTIONS``)."""
     vnni = getattr(torch.cpu, "_is_vnni_supported", lambda: False)
-    return not vnni()
+    held = os.environ.get("FBGEMM_ENABLE_INSTRUCTIONS", "").upper() in NO_VNNI_KERNELS
+    return held or not vnni()
 
 
 def weight_scales(weight: Tensor) -> Tensor:
