@@ -47,13 +47,26 @@ def test_the_confidence_is_the_geometric_mean_of_the_emitted_tokens_probabilitie
 
 def test_a_line_of_sentences_takes_the_tokens_mean_of_its_sentences(translator):
     [[one]] = translator.translate([LINES[0]], BEAM)
-    [[two]] = translator.translate([LINES[1]], BEAM)
+    [[two]] = translator.translate([f"{LINES[1].capitalize()}."], BEAM)
     [[both]] = translator.translate([f"{LINES[0]} {LINES[1].capitalize()}."], BEAM)
     assert (
         min(one.confidence, two.confidence)
         <= both.confidence
         <= max(one.confidence, two.confidence)
     )
+    assert [s.confidence for s in both.sentences] == pytest.approx(
+        [one.confidence, two.confidence], rel=1e-3
+    )  # each sentence keeps its own, as the page shows them
+    first, second = both.sentences
+    assert first.text == one.text and both.text.index(second.text) > len(first.text) - 1
+
+
+def test_a_translation_not_cut_into_sentences_is_one(translator):
+    [[raw]] = translator.translate([LINES[0]], dataclasses.replace(BEAM, text="raw"))
+    [[flagged]] = translator.translate([LINES[0]], dataclasses.replace(BEAM, min_confidence=1.0))
+    for found in (raw, flagged):
+        [only] = found.by_sentence()
+        assert (only.text, only.confidence) == (found.text, found.confidence)
 
 
 def test_below_the_minimum_confidence_the_source_comes_back_flagged(translator):

@@ -1,13 +1,17 @@
 """The web page in a real browser: headless Chromium loads ``/?q=...``, which translates on
-load; its DOM must hold the translation and the screenshot must show the heatmap."""
+load; its DOM must hold the translation, each sentence underlined with its own confidence,
+and the screenshot must show the heatmap."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from urllib.parse import quote
 
 import pytest
+
+from aiayn.decode.translator import Translator
 
 from .conftest import Server, expected_translations
 
@@ -35,7 +39,7 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
-    sentence = "the dog runs"
+    sentence = "The dog runs. The cat sleeps on the house."
     s = Server(en_de)
     try:
         url = f"{s.url}/?q={quote(sentence)}"
@@ -43,8 +47,13 @@ def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
         shot = _chromium(f"--screenshot={tmp_path / 'page.png'}", url)
     finally:
         s.stop()
-    expected = expected_translations(en_de, [sentence])[0]
-    assert f'<div id="translation">{expected}</div>' in dom.stdout, dom.stderr[-2000:]
+    [[expected]] = Translator.from_dir(en_de).translate([sentence])
+    box = _translation_box(dom.stdout)
+    assert re.sub(r"<[^>]+>", "", box) == expected.text, dom.stderr[-2000:]
+    underlined = re.findall(r'<span class="sentence" title="confidence (\d\.\d\d)"[^>]*>', box)
+    shown = [f"{s.confidence:.2f}" for s in expected.sentences if s.text]
+    assert len(expected.sentences) == 2 and underlined == shown  # one per sentence, its own
+    assert f"by sentence: {', '.join(shown)}" in dom.stdout  # and said in words
     assert 'src="blob:' in dom.stdout  # the heatmap image was fetched and shown
     assert "Drawing the attention picture" in dom.stdout  # said while it is drawn
     assert '<small id="drawing" role="status"></small>' in dom.stdout  # and gone once shown
@@ -64,7 +73,14 @@ def test_the_page_offers_every_served_pair_and_translates_with_the_chosen_one(en
     assert '<option value="en de">' in dom.stdout and '<option value="fr de"' in dom.stdout
     expected = {model: expected_translations(model, [sentence])[0] for model in (en_de, fr_de)}
     assert expected[en_de] != expected[fr_de]  # the test tells the two apart
-    assert f'<div id="translation">{expected[fr_de]}</div>' in dom.stdout, dom.stderr[-2000:]
+    assert re.sub(r"<[^>]+>", "", _translation_box(dom.stdout)) == expected[fr_de]
+
+
+def _translation_box(dom: str) -> str:
+    """What the translation box holds in the page's DOM, its markup included."""
+    found = re.search(r'<div id="translation"[^>]*>(.*?)</div>', dom, re.DOTALL)
+    assert found, dom[-2000:]
+    return found.group(1)
 
 
 def _text_in_translation_box(image) -> bool:

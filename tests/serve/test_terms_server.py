@@ -38,6 +38,25 @@ def test_every_translation_carries_its_confidence(client):
     assert listed["confidence"][0] == pytest.approx(single["confidence"], abs=1e-4)
 
 
+def test_each_sentence_carries_its_own_confidence_for_the_page(client):
+    two = f"{LINES[0]} {LINES[1].capitalize()}."
+    single = _post(client, q=two).json()
+    text, sentences = single["translatedText"], single["sentences"]
+    assert len(sentences) == 2 and all(0 < s["confidence"] <= 1 for s in sentences)
+    first = text.index(sentences[0]["text"])  # the page finds each in the text, in order
+    assert text.index(sentences[1]["text"], first + len(sentences[0]["text"])) >= 0
+    low, high = sorted(s["confidence"] for s in sentences)
+    assert low <= single["confidence"] <= high  # the text's is their tokens' mean
+    listed = _post(client, q=[LINES[0], two]).json()
+    assert [len(s) for s in listed["sentences"]] == [1, 2]
+    assert listed["sentences"][1] == sentences
+    [alone] = listed["sentences"][0]
+    assert alone["text"] == listed["translatedText"][0]
+    assert alone["confidence"] == listed["confidence"][0]
+    flagged = _post(client, q=two, min_confidence=1).json()
+    assert flagged["sentences"] == [{"text": two, "confidence": flagged["confidence"]}]
+
+
 def test_below_min_confidence_the_source_comes_back_flagged(client):
     answer = _post(client, q=LINES, min_confidence=1).json()
     assert answer["translatedText"] == LINES and answer["flagged"] == [True, True]

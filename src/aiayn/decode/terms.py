@@ -27,16 +27,32 @@ GREEDY_FALLBACK_BEAM = 4  # the beam of a constrained search asked for with beam
 
 
 @dataclass(frozen=True)
+class Sentence:
+    """One sentence of a translation and the model's confidence in it."""
+
+    text: str
+    confidence: float
+
+
+@dataclass(frozen=True)
 class Translation:
     """One translation: its text, its length-normalised log-probability (the search's
-    score; 0.0 for greedy and empty input), its target ids, its confidence in [0, 1] and
-    whether it is the source given back because that confidence was below the minimum."""
+    score; 0.0 for greedy and empty input), its target ids, its confidence in [0, 1],
+    whether it is the source given back because that confidence was below the minimum,
+    and, for a text cut into sentences, each sentence's translation and confidence, in
+    order (their texts stand in ``text`` in that order, with the source's spacing)."""
 
     text: str
     score: float
     tokens: list[int]
     confidence: float = 1.0
     flagged: bool = False
+    sentences: tuple[Sentence, ...] = ()
+
+    def by_sentence(self) -> tuple[Sentence, ...]:
+        """Each sentence's translation and confidence; a translation not cut into
+        sentences (raw text, an HTML document, a source given back) is one."""
+        return self.sentences or (Sentence(self.text, self.confidence),)
 
 
 @dataclass(frozen=True)
@@ -138,7 +154,7 @@ def join(
 ) -> list[list[Translation]]:
     """Each paragraph's translations: its sentences' hypotheses joined in its spacing (the
     k-th hypothesis joins the sentences' k-th; its score is their mean, its confidence
-    their tokens' mean)."""
+    their tokens' mean, and it keeps each sentence's text and confidence)."""
     results, start = [], 0
     for paragraph in paragraphs:
         sentences = found[start : start + len(paragraph.sentences)]
@@ -152,7 +168,8 @@ def join(
             text = paragraph.join([t.text for t in chosen])
             score = sum(t.score for t in chosen) / len(chosen)
             tokens = [i for t in chosen for i in t.tokens]
-            hyps.append(Translation(text, score, tokens, mean_confidence(chosen)))
+            parts = tuple(Sentence(t.text, t.confidence) for t in chosen)
+            hyps.append(Translation(text, score, tokens, mean_confidence(chosen), sentences=parts))
         results.append(hyps)
     return results
 

@@ -1,6 +1,8 @@
 """The web page at ``/``: choose a language pair, type a sentence, see its translation with
-the model's confidence in it, and under it the encoder–decoder attention of that
-translation (plain HTML and a little JavaScript, no build step). ``/?q=...`` translates
+the model's confidence in each of its sentences (an underline from red, unsure, to green,
+sure; the value on hover and, for screen readers and at a glance, in the line under the
+translation), and under it the encoder–decoder attention of that translation (plain HTML
+and a little JavaScript, no build step). ``/?q=...`` translates
 on load, which the browser test uses; ``&source=..&target=..`` chooses the pair (the first
 served one otherwise).
 
@@ -17,10 +19,12 @@ PAGE = """<!doctype html>
          padding: 0 1rem; }
   textarea { width: 100%; height: 5rem; font: inherit; padding: .5rem; box-sizing: border-box; }
   button { font: inherit; padding: .4rem 1.2rem; margin: .5rem 0; }
-  #translation { font-size: 1.25rem; min-height: 2rem; padding: .5rem; background: #f3f6fa; }
+  #translation { font-size: 1.25rem; min-height: 2rem; padding: .5rem; background: #f3f6fa;
+                white-space: pre-wrap; }
   #error { color: #b00020; }
   img { max-width: 100%; margin-top: 1rem; }
   small { color: #555; }
+  .sentence { text-decoration: underline 2px; text-underline-offset: .25em; }
 </style>
 </head>
 <body>
@@ -32,7 +36,7 @@ PAGE = """<!doctype html>
   placeholder="Type a sentence (Enter translates, Shift+Enter starts a new line)"></textarea>
 <div><input id="key" placeholder="API key (if the server needs one)" size="30">
 <button id="go">Translate</button></div>
-<div id="translation"></div>
+<div id="translation" aria-describedby="confidence"></div>
 <small id="confidence"></small>
 <div id="error"></div>
 <small id="drawing" role="status"></small>
@@ -54,6 +58,27 @@ function languages() {
   return {source: source, target: target};
 }
 
+// The translation, each sentence underlined in the colour of its confidence (hue 0, red,
+// at 0 to 120, green, at 1) with the value as its tooltip; the text between the sentences
+// (the source's spacing and line breaks) as it is.
+function showSentences(text, sentences) {
+  out.replaceChildren();
+  let at = 0;
+  for (const part of sentences) {
+    const start = part.text ? text.indexOf(part.text, at) : -1;
+    if (start < 0) continue;
+    out.append(text.slice(at, start));
+    const span = document.createElement("span");
+    span.className = "sentence";
+    span.textContent = part.text;
+    span.title = `confidence ${part.confidence.toFixed(2)}`;
+    span.style.textDecorationColor = `hsl(${Math.round(120 * part.confidence)} 70% 40%)`;
+    out.append(span);
+    at = start + part.text.length;
+  }
+  out.append(text.slice(at));
+}
+
 async function translate() {
   const q = source.value.trim();
   if (!q) return;
@@ -69,8 +94,10 @@ async function translate() {
     headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
   const answer = await response.json();
   if (!response.ok) { out.textContent = ""; error.textContent = answer.error; return; }
-  out.textContent = answer.translatedText;
+  showSentences(answer.translatedText, answer.sentences);
+  const each = answer.sentences.map((part) => part.confidence.toFixed(2));
   sure.textContent = `confidence ${answer.confidence.toFixed(2)}` +
+    (each.length > 1 ? ` (by sentence: ${each.join(", ")}; hover one for its own)` : "") +
     (answer.flagged ? ": below the minimum, the source is shown" : "");
   const params = new URLSearchParams({q: q, translation: answer.translatedText,
     ...languages()});

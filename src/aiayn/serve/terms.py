@@ -8,7 +8,9 @@ regex or a list of them), ``glossary`` (an object ``{"source term": "target term
 of two-item lists, or TSV text; its terms join the server's glossary and win where both have
 a term), ``min_confidence`` (0 to 1). Answer fields: ``confidence`` (and ``flagged`` when a
 minimum applies), a number (a boolean) per text, as ``translatedText`` is a string or a
-list.
+list, and ``sentences``: per text, its translation's sentences as ``{"text", "confidence"}``
+(their texts stand in its ``translatedText`` in that order; a text given back or translated
+as HTML is one), which the web page underlines one by one.
 """
 
 from __future__ import annotations
@@ -97,11 +99,19 @@ JOINED = {"protect_patterns": _patterns, "glossary": _glossary}  # request value
 
 
 def answer_fields(found: list[list[Translation]], *, single: bool, flagging: bool) -> dict:
-    """``confidence`` (and ``flagged`` where a minimum confidence applies) of the best
-    translation of each text: one value for a single text, else a list."""
+    """``confidence`` (and ``flagged`` where a minimum confidence applies) and
+    ``sentences`` (each sentence's text and confidence) of the best translation of each
+    text: one value for a single text, else a list."""
     confidence = [round(hyps[0].confidence, 4) for hyps in found]
     flagged = [hyps[0].flagged for hyps in found]
-    body: dict[str, Any] = {"confidence": confidence[0] if single else confidence}
+    sentences = [
+        [{"text": s.text, "confidence": round(s.confidence, 4)} for s in hyps[0].by_sentence()]
+        for hyps in found
+    ]
+    body: dict[str, Any] = {
+        "confidence": confidence[0] if single else confidence,
+        "sentences": sentences[0] if single else sentences,
+    }
     if flagging:
         body["flagged"] = flagged[0] if single else flagged
     return body
