@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from aiayn.cli.common import UsageError, integer, log, number
@@ -13,11 +17,14 @@ from aiayn.cli.common import UsageError, integer, log, number
 def add_parsers(sub) -> None:
     data = sub.add_parser(
         "data",
-        help="fetch a named dataset (Multi30k, WMT14 En-De) or open test sets (FLORES-200 "
-        "devtest, NTREX-128, Tatoeba) for English and other languages",
+        help="fetch a named dataset (Multi30k, WMT14 En-De), open test sets (FLORES-200 "
+        "devtest, NTREX-128, Tatoeba) for English and other languages, or training corpora "
+        "for any language pair (corpora: OPUS, WMT, ParaCrawl, ... through mtdata)",
     )
-    data.add_argument("name", choices=["multi30k", "wmt14", "flores200", "ntrex", "tatoeba"])
-    data.add_argument("--dest", required=True, help="directory to put the files in")
+    data.add_argument(
+        "name", choices=["multi30k", "wmt14", "flores200", "ntrex", "tatoeba", "corpora"]
+    )
+    data.add_argument("--dest", help="directory to put the files in")
     data.add_argument(
         "--from",
         dest="source",
@@ -39,8 +46,38 @@ def add_parsers(sub) -> None:
         help="test sets: download from this copy of the upstream repositories' files "
         "(https:// or file://) instead of GitHub",
     )
+    _add_corpora_options(data)
     data.set_defaults(handler=run_data)
     _add_prepare_parser(sub)
+
+
+def _add_corpora_options(data: argparse.ArgumentParser) -> None:
+    """``aiayn data corpora``'s options: a pair's corpora in mtdata's index, listed or fetched."""
+    data.add_argument(
+        "--pair",
+        metavar="SRC-TGT",
+        help="corpora: the language pair, e.g. en-ko (ISO 639-1 or 639-3 codes); alone, lists "
+        "the corpora mtdata's index holds for it, each with its licence where known",
+    )
+    data.add_argument(
+        "--get",
+        metavar="ID",
+        nargs="+",
+        default=[],
+        help="corpora: fetch these dataset ids (from the list) into --dest as train.SRC.gz, "
+        "train.TGT.gz, valid.SRC.gz, valid.TGT.gz and sources.tsv",
+    )
+    data.add_argument(
+        "--valid",
+        type=integer(minimum=0),
+        default=1000,
+        help="corpora: pairs held out at random for validation (default 1000; none of their "
+        "sentences is trained on)",
+    )
+    data.add_argument("--seed", type=integer(minimum=0), default=1, help="corpora: the draw")
+    data.add_argument(
+        "--overwrite", action="store_true", help="corpora: replace a corpus fetched before"
+    )
 
 
 def _add_prepare_parser(sub) -> None:
@@ -136,6 +173,12 @@ def run_data(args: argparse.Namespace) -> int:
     from aiayn.data.corpus import CorpusError
     from aiayn.files import disk_refusals_in_one_line
 
+    if args.name == "corpora":
+        return _corpora(args)
+    if args.pair or args.get:
+        raise UsageError("--pair and --get are for `aiayn data corpora`")
+    if not args.dest:
+        raise UsageError(f"`aiayn data {args.name}` needs --dest DIR")
     if Path(args.dest).exists() and not Path(args.dest).is_dir():
         raise UsageError(f"--dest {args.dest}: exists and is not a directory")
     with disk_refusals_in_one_line(
@@ -168,6 +211,84 @@ def _fetch(args: argparse.Namespace) -> int:
     dest = fetch(args.dest, source=args.source, log=log)
     print(f"{args.name}: all splits present and counted in {dest}")
     return 0
+
+
+def _corpora(args: argparse.Namespace) -> int:
+    """List the corpora of ``--pair`` or, with ``--get``, fetch some into ``--dest``."""
+    if not args.pair:
+        raise UsageError("`aiayn data corpora` needs --pair SRC-TGT, e.g. --pair en-ko")
+    if args.get and not args.dest:
+        raise UsageError("--get needs --dest DIR, the directory to write the corpus to")
+    if args.source or args.mirror:
+        raise UsageError(
+            "--from and --mirror are for the named datasets; corpora come "
+            "through mtdata (its cache: $MTDATA, by default ~/.mtdata)"
+        )
+    log("reading mtdata's index of corpora (built on first use, about a minute)")
+    with quiet_mtdata():
+        from aiayn.data import corpora
+
+        src, tgt = corpora.languages(args.pair)
+        index = corpora.load_index()
+        if not args.get:
+            return _list(corpora.list_corpora(index, src, tgt), src, tgt)
+        entries = corpora.find(index, args.get, src, tgt)
+        fetched = corpora.fetch_corpora(
+            entries,
+            args.dest,
+            src=src,
+            tgt=tgt,
+            cache_dir=corpora.cache_dir(),
+            valid=args.valid,
+            seed=args.seed,
+            overwrite=args.overwrite,
+            log=log,
+        )
+    for name, pairs in fetched.pairs.items():
+        log(f"{name}: {pairs:,} pairs")
+    print(
+        f"corpora: {fetched.train:,} training and {fetched.valid:,} validation pairs in "
+        f"{args.dest} (train.{src}.gz, train.{tgt}.gz, valid.*; sources.tsv has the licences)"
+    )
+    return 0
+
+
+def _list(found, src: str, tgt: str) -> int:
+    width = max(len(item.id) for item in found)
+    for item in found:
+        print(f"{item.id:<{width}}  {item.licence}")
+    unknown = sum(item.licence == "unknown" for item in found)
+    log(
+        f"{len(found)} corpora for {src}-{tgt} in mtdata's index; licence unknown for {unknown} "
+        "(mtdata records none: read the corpus's own page, e.g. https://opus.nlpl.eu/NAME). "
+        f"Fetch: aiayn data corpora --pair {src}-{tgt} --get ID [ID ...] --dest DIR"
+    )
+    return 0
+
+
+@contextlib.contextmanager
+def quiet_mtdata() -> Iterator[None]:
+    """mtdata configures the root logger when imported and logs its progress there (through
+    ``logging.info``, which configures it again when it has no handler); for the command's
+    duration the root logger drops everything (aiayn says what happens, and a failure is one
+    line), and mtdata's progress bars show only on a terminal."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    import mtdata  # its first import adds a handler to the root logger, dropped here
+
+    for handler in root.handlers:
+        root.removeHandler(handler)
+    quiet = logging.NullHandler()
+    root.addHandler(quiet)
+    root.setLevel(logging.CRITICAL + 1)
+    mtdata.pbar_man.enabled = sys.stderr.isatty()
+    try:
+        yield
+    finally:
+        root.removeHandler(quiet)
+        for handler in before:
+            root.addHandler(handler)
+        root.setLevel(level)
 
 
 def local_copy(name: str) -> str | None:
