@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File, Files
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +49,8 @@ def tutorial_figures() -> Path:
     return figures
 
 
+# after the i18n plugin's on_files (priority -100): a generated file is the same in every language
+@event_priority(-110)
 def on_files(files: Files, config) -> Files:
     files.append(File.generated(config, "reference/commands.md", content=reference.cli_reference()))
     files.append(

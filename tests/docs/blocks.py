@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 RUN = {"python", "bash"}
 MARK = re.compile(r"<!-- test: (?P<mark>skip|background|once)(?: \((?P<why>[^)]*)\))? -->")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*$")
+TRANSLATION = re.compile(r"\.(?P<language>[a-z]{2})\.md$")  # page.ko.md: page.md in Korean
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,18 @@ class Block:
         return f"{self.document.relative_to(REPO)}:{self.line}"
 
 
+def translation_of(page: Path) -> Path | None:
+    """The English page that ``page`` translates (``start.ko.md`` -> ``start.md``), or None."""
+    found = TRANSLATION.search(page.name)
+    return page.with_name(page.name[: found.start()] + ".md") if found else None
+
+
 def documents() -> list[Path]:
-    """The README and every Markdown page of the documentation."""
-    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    """The README and every English Markdown page of the documentation. A translation
+    (``page.ko.md``) holds its English page's blocks unchanged (``test_translations.py``),
+    so they run once, in English."""
+    pages = sorted((REPO / "docs").rglob("*.md"))
+    return [REPO / "README.md", *(page for page in pages if translation_of(page) is None)]
 
 
 def blocks(document: Path) -> list[Block]:

@@ -1,12 +1,14 @@
 """The documentation site builds with ``mkdocs build --strict`` (no broken link, snippet or
-reference), running the tutorial's notebook for its pictures, and its reference pages hold
-every command, option and configuration key."""
+reference), in English and in every language of mkdocs.yml's i18n plugin, running the
+tutorial's notebook for its pictures, and its reference pages hold every command, option and
+configuration key."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import typing
@@ -17,6 +19,7 @@ import pytest
 from aiayn import config
 
 from .blocks import REPO
+from .test_translations import languages
 
 pytest.importorskip("mkdocs", reason="the documentation's packages are in the dev extra")
 pytest.importorskip("jupytext", reason="the documentation's packages are in the dev extra")
@@ -67,6 +70,21 @@ def test_the_tutorial_holds_the_real_source_and_the_notebooks_pictures(site):
         picture = site / "tutorial" / "figures" / name
         assert picture.stat().st_size > 10_000, name
     assert (site / "tutorial" / "walkthrough.py").is_file()  # the notebook, to download
+
+
+@pytest.mark.parametrize("language", languages())
+def test_each_language_has_its_tutorial_with_the_source_the_pictures_and_a_switcher(site, language):
+    page = site / language / "tutorial" / "paper" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert f'<html lang="{language}"' in html
+    assert "masked_fill" in html and "--8&lt;--" not in html  # the included source
+    pictures = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert len(pictures) >= 3
+    for src in pictures:
+        assert (page.parent / src).resolve().is_file(), src
+    for other in ("en", *languages()):
+        assert f'hreflang="{other}"' in html, other
+    assert (site / language / "start" / "index.html").is_file()
 
 
 def test_the_reference_pages_are_built_from_the_code(site):
