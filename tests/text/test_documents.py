@@ -90,9 +90,26 @@ def test_pptx_keeps_shapes_tables_notes_and_links():
     assert table.cell(1, 1).text == "7"
 
 
+def _cues(name: str, text: str) -> list[tuple]:
+    """(identifier, start, end, lines, text without tags) of every cue, as the format's own
+    library (srt, webvtt-py) reads it."""
+    if name == "srt":
+        import srt
+
+        cues = [(c.index, c.start, c.end, c.content) for c in srt.parse(text)]
+    else:
+        import webvtt
+
+        cues = [(c.identifier, c.start, c.end, c.raw_text) for c in webvtt.from_string(text)]
+    return [(i, a, b, t.count("\n"), re.sub(r"<[^>]*>", "", t)) for i, a, b, t in cues]
+
+
 @pytest.mark.parametrize(("name", "source"), [("srt", SRT), ("vtt", VTT)])
 def test_subtitles_keep_timings_tags_and_lines(name, source):
     out = translate_document(source.encode(), name, shout).decode()
+    old, new = _cues(name, source), _cues(name, out)  # the library reads the output back
+    assert [c[:4] for c in new] == [c[:4] for c in old] and len(new) == 2
+    assert all(text and not FAKE.search(text) for *_, text in new)
     assert out.count("-->") == source.count("-->")
     for kept in ("00:00:01", "03,500" if name == "srt" else "03.500", "<i>", "</i>", "3"):
         assert kept in out
@@ -156,6 +173,12 @@ def test_an_html_page_is_one_document():
     assert "<h1>DOGS</h1>" in out and "<pre>kept code</pre>" in out
     assert '<b>RUNS</b> IN THE <a href="/p">PARK.</a>' in out  # punctuation goes with words
     assert out.startswith("<!DOCTYPE html>")
+    from bs4 import BeautifulSoup  # the library the HTML path parses with reads it back
+
+    def shape(html: str) -> list[tuple]:
+        return [(t.name, t.attrs) for t in BeautifulSoup(html, "html.parser").find_all(True)]
+
+    assert shape(out) == shape(page)
 
 
 def _odf_shape(data: bytes) -> list[tuple]:

@@ -1,21 +1,26 @@
 """Hostile documents get one line (``DocumentError``), in bounded time and memory: a zip
-bomb, a broken zip, XML entity expansion, 10,000 runs, a Word document named .pptx."""
+bomb (in every zip format, and one that lies about its size), a broken zip, XML entity
+expansion, 10,000 runs, a Word document named .pptx."""
 
 from __future__ import annotations
 
 import io
 import re
+import struct
 import time
 import tracemalloc
 import zipfile
+import zlib
 
 import pytest
 
 from aiayn.text.documents import DocumentError, DocumentTooLarge, Limits, translate_document
 
-from .documents import docx_bytes, epub_bytes, odt_bytes, shout
+from .documents import docx_bytes, epub_bytes, odp_bytes, odt_bytes, pptx_bytes, shout
 
 pytest.importorskip("docx")
+ZIPPED = [("docx", docx_bytes), ("pptx", pptx_bytes), ("odt", odt_bytes), ("odp", odp_bytes)]
+ZIPPED += [("epub", epub_bytes)]
 
 LAUGHS = b"""<?xml version="1.0"?>
 <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
@@ -72,18 +77,87 @@ def test_a_zip_bomb_is_refused_before_unpacking(bomb):
         )
 
 
-def test_a_broken_zip_is_one_line():
-    whole = docx_bytes()
+@pytest.mark.parametrize(("name", "make"), ZIPPED, ids=[z[0] for z in ZIPPED])
+def test_every_zip_format_refuses_a_package_over_the_unpacked_limit(name, make):
+    """The 200 MiB bomb above, scaled down: 4 MiB of zeros against a limit of 1 MiB."""
+    small = Limits(max_unpacked_bytes=1 << 20)
+    packed = _with_member(make(), "zeros.bin", lambda s: s.write(bytes(4 << 20)))
+    with pytest.raises(DocumentTooLarge, match=r"x: [\d,]+ bytes unpacked, more than the limit"):
+        _bounded(
+            lambda: translate_document(packed, name, shout, what="x", limits=small),
+            seconds=15,
+            megabytes=16,
+        )
+
+
+def _declaring(package: bytes, name: str, content: bytes) -> bytes:
+    """``package`` with member ``name`` declared in the central directory as ``content``
+    (its size and checksum), whatever it unpacks to: a bomb that says it is small, which
+    ``zipfile`` alone reads as ``content`` after inflating all of it at once."""
+    entry = next(
+        m.start()
+        for m in re.finditer(re.escape(b"PK\x01\x02"), package)  # central directory entries
+        if package[m.start() + 46 : m.start() + 46 + len(name)] == name.encode()
+    )
+    crc, size = struct.pack("<I", zlib.crc32(content)), struct.pack("<I", len(content))
+    return (
+        package[: entry + 16]
+        + crc
+        + package[entry + 20 : entry + 24]
+        + size
+        + package[entry + 28 :]
+    )
+
+
+def test_a_zip_bomb_that_declares_a_small_size_is_read_no_further():
+    source = docx_bytes()
+    xml = zipfile.ZipFile(io.BytesIO(source)).read("word/document.xml")
+
+    def padded(stream):  # the document, then 200 MiB of spaces (well-formed XML still)
+        stream.write(xml)
+        for _ in range(200):
+            stream.write(b" " * (1 << 20))
+
+    liar = _declaring(_with_member(source, "word/document.xml", padded), "word/document.xml", xml)
+    assert len(liar) < 1 << 20
+    assert zipfile.ZipFile(io.BytesIO(liar)).read("word/document.xml") == xml  # zipfile's view
+    bomb = r"^lie.docx: word/document.xml unpacks to more than the [\d,]+ bytes its package"
+    with pytest.raises(DocumentError, match=bomb):
+        _bounded(
+            lambda: translate_document(liar, "docx", shout, what="lie.docx"),
+            seconds=15,
+            megabytes=64,
+        )
+
+
+KINDS = {
+    "docx": "a Word document",
+    "pptx": "a PowerPoint file",
+    "odt": "an OpenDocument text",
+    "odp": "an OpenDocument presentation",
+    "epub": "an EPUB e-book",
+}
+
+
+@pytest.mark.parametrize(("name", "make"), ZIPPED, ids=[z[0] for z in ZIPPED])
+def test_a_broken_zip_is_one_line(name, make):
+    whole = make()
     for broken in (whole[: len(whole) // 2], b"PK\x03\x04 not a zip", b""):
-        with pytest.raises(DocumentError, match=r"^x.docx: not a Word document \(a broken"):
-            translate_document(broken, "docx", shout, what="x.docx")
+        with pytest.raises(DocumentError, match=rf"^x.{name}: not {KINDS[name]} \(a broken"):
+            _bounded(
+                lambda b=broken: translate_document(b, name, shout, what=f"x.{name}"),
+                seconds=15,
+                megabytes=32,
+            )
 
 
 @pytest.mark.parametrize(
     ("name", "make", "member"),
     [
         ("docx", docx_bytes, "word/document.xml"),
+        ("pptx", pptx_bytes, "ppt/slides/slide1.xml"),
         ("odt", odt_bytes, "content.xml"),
+        ("odp", odp_bytes, "content.xml"),
         ("epub", epub_bytes, "EPUB/chap_01.xhtml"),
     ],
 )
@@ -106,8 +180,13 @@ def test_ten_thousand_runs_are_translated_in_bounded_time_or_refused_by_the_limi
 
 
 def test_a_word_document_named_pptx_says_what_it_is():
+    word = docx_bytes()
     with pytest.raises(DocumentError, match=r"x.pptx: not a PowerPoint file .*a Word document"):
-        translate_document(docx_bytes(), "pptx", shout, what="x.pptx")
+        _bounded(
+            lambda: translate_document(word, "pptx", shout, what="x.pptx"),
+            seconds=15,
+            megabytes=32,
+        )
 
 
 def test_too_many_bytes_members_or_cues():

@@ -5,6 +5,7 @@ translated as one (``aiayn.text.runs``) and a ``save`` that writes the document 
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -93,8 +94,9 @@ def check_package(
 ) -> zipfile.ZipFile:
     """``data`` opened as a zip package that holds the member ``needs``, within ``limits``,
     no XML member declaring an entity (entity expansion is refused before any parser sees
-    it; unpacked sizes are bounded by the sizes the package declares, which ``zipfile``
-    holds every member to).
+    it) and no member that unpacks to more than the size the package declares for it
+    (``zipfile`` cuts such a member at that size, but only after inflating in one call all
+    that a single read gives it: 200 MiB for a 200 KiB member declared 30 KiB).
 
     Raises:
         DocumentError: not a zip, not a ``kind`` (naming what it looks like), or hostile.
@@ -105,23 +107,47 @@ def check_package(
         members = package.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
         raise DocumentError(
-            f"{what}: not a {kind} (a broken or missing zip package: {e})"
+            f"{what}: not {with_article(kind)} (a broken or missing zip package: {e})"
         ) from None
     limits.check(what, len(members), limits.max_members, "files in its package")
     unpacked = sum(m.file_size for m in members)
     limits.check(what, unpacked, limits.max_unpacked_bytes, "bytes unpacked")
     names = {m.filename for m in members}
     if needs not in names:
-        raise DocumentError(f"{what}: not a {kind} (no {needs}{_looks_like(names)})")
+        raise DocumentError(f"{what}: not {with_article(kind)} (no {needs}{_looks_like(names)})")
     for member in members:
-        if member.filename.lower().endswith(XML_SUFFIXES):
-            with reading(what, kind):
-                if b"<!ENTITY" in package.read(member):
-                    raise DocumentError(
-                        f"{what}: {member.filename} declares XML entities (refused: entity "
-                        "expansion)"
-                    )
+        xml = member.filename.lower().endswith(XML_SUFFIXES)
+        with reading(what, kind):
+            if b"<!ENTITY" in _unpacked(package, member, what, keep=xml):
+                raise DocumentError(
+                    f"{what}: {member.filename} declares XML entities (refused: entity expansion)"
+                )
     return package
+
+
+def _unpacked(package: zipfile.ZipFile, member: zipfile.ZipInfo, what: str, *, keep: bool) -> bytes:
+    """``member`` unpacked a mebibyte at a time (its content where ``keep``, else b""),
+    refused as soon as it gives more than its declared size."""
+    probe = copy.copy(member)  # allowed one byte more, so that a longer member shows itself
+    probe.file_size = member.file_size + 1
+    del probe.CRC  # no checksum over that byte (the format's library checks the member's)
+    chunks, size = [], 0
+    with package.open(probe) as stream:
+        while chunk := stream.read(1 << 20):
+            size += len(chunk)
+            if size > member.file_size:
+                raise DocumentError(
+                    f"{what}: {member.filename} unpacks to more than the {member.file_size:,} "
+                    "bytes its package declares (refused: a zip bomb)"
+                )
+            if keep:
+                chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def with_article(kind: str) -> str:
+    """``kind`` with its article: "a Word document", "an EPUB e-book"."""
+    return f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind}"
 
 
 def _looks_like(names: set[str]) -> str:

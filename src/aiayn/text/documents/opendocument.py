@@ -24,15 +24,16 @@ from aiayn.text.documents.base import (
     RunDocument,
     check_package,
     reading,
+    with_article,
 )
 
 _PARAGRAPHS = frozenset({(TEXTNS, "p"), (TEXTNS, "h")})
 _KEPT = frozenset({(TEXTNS, "note-citation"), (TEXTNS, "tracked-changes")})
 _SPACES = {(TEXTNS, "s"): " ", (TEXTNS, "tab"): "\t", (TEXTNS, "line-break"): "\n"}
 _MIMETYPES = {
-    "application/vnd.oasis.opendocument.text": "an OpenDocument text",
-    "application/vnd.oasis.opendocument.presentation": "an OpenDocument presentation",
-    "application/vnd.oasis.opendocument.spreadsheet": "an OpenDocument spreadsheet",
+    "application/vnd.oasis.opendocument.text": "OpenDocument text",
+    "application/vnd.oasis.opendocument.presentation": "OpenDocument presentation",
+    "application/vnd.oasis.opendocument.spreadsheet": "OpenDocument spreadsheet",
 }
 
 
@@ -51,8 +52,8 @@ def _read(data: bytes, what: str, limits: Limits, mimetype: str) -> RunDocument:
     package = check_package(data, what, limits, needs="content.xml", kind=kind)
     found = package.read("mimetype").decode("ascii", "replace").strip()
     if found != mimetype:
-        named = _MIMETYPES.get(found, found or "no mimetype")
-        raise DocumentError(f"{what}: not {kind} (it is {named})")
+        named = with_article(_MIMETYPES[found]) if found in _MIMETYPES else found or "no mimetype"
+        raise DocumentError(f"{what}: not {with_article(kind)} (it is {named})")
     with reading(what, kind):
         document = load(io.BytesIO(data))
         slides = sum(1 for _ in _elements(document.body, {(DRAWNS, "page")}))
