@@ -3,6 +3,7 @@ language codes, and what offline translation gives."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -42,6 +43,30 @@ def wait_until_healthy(proc: subprocess.Popen, url: str, seconds: float = 180) -
         time.sleep(0.1)
 
 
+def end_server(proc: subprocess.Popen, seconds: float = 30) -> None:
+    """End a server whatever state it is in (still loading, stuck, already gone): SIGTERM,
+    and SIGKILL once ``seconds`` have passed; its decoding processes end with it
+    (test_server.py's test_decoding_processes_end_with_a_killed_server)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_server(argv: list[str]) -> subprocess.Popen:
+    """``aiayn serve`` with ``argv`` in a process of its own, its standard error piped, ended
+    by ``end_server`` when the test process exits if nothing ended it before (a test that
+    failed half-way leaves no server behind)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiayn", "serve", *argv], env=ENV, stderr=subprocess.PIPE, text=True
+    )
+    atexit.register(end_server, proc, 5)
+    return proc
+
+
 class Server:
     """``aiayn serve`` in its own process, on a free port of 127.0.0.1."""
 
@@ -50,14 +75,12 @@ class Server:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "aiayn", "serve", "--model", str(model)]
-        self.proc = subprocess.Popen(
-            [*argv, "--port", str(self.port), *options],
-            env=ENV,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        wait_until_healthy(self.proc, self.url)
+        self.proc = start_server(["--model", str(model), "--port", str(self.port), *options])
+        try:
+            wait_until_healthy(self.proc, self.url)
+        except BaseException:  # it never answered: end it here, not at exit
+            end_server(self.proc)
+            raise
 
     def stop(self) -> str:
         """SIGTERM; the server must end cleanly (uvicorn re-raises the signal once done) after
@@ -65,7 +88,11 @@ class Server:
         Its standard error."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        _, err = self.proc.communicate(timeout=60)
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            end_server(self.proc, 0)
+            raise
         assert self.proc.returncode in (0, -signal.SIGTERM), err
         assert "stopped: answered" in err, err
         loading = err.index("decoding process(es) each")  # the loading steps, in order

@@ -15,8 +15,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,7 +23,15 @@ import pytest
 
 from aiayn.serve.common import HEALTH
 
-from .conftest import ENV, SENTENCES, children, expected_translations, httpx, wait_until_healthy
+from .conftest import (
+    SENTENCES,
+    children,
+    end_server,
+    expected_translations,
+    httpx,
+    start_server,
+    wait_until_healthy,
+)
 
 GOOD = {"q": "the dog runs", "source": "en", "target": "de"}
 JSON = {"content-type": "application/json"}
@@ -40,22 +46,26 @@ class PortZeroServer:
     """``aiayn serve --port 0``: the port it prints is the one it listens on."""
 
     def __init__(self, model: Path, *options: str):
-        argv = [sys.executable, "-m", "aiayn", "serve", "--model", str(model), "--port", "0"]
-        self.proc = subprocess.Popen([*argv, *options], env=ENV, stderr=subprocess.PIPE, text=True)
+        self.proc = start_server(["--model", str(model), "--port", "0", *options])
+        try:
+            self.url = self._address()
+            wait_until_healthy(self.proc, self.url)
+        except BaseException:  # it never answered: end it here, not at exit
+            end_server(self.proc)
+            raise
+        self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
+        self._drain.start()
+
+    def _address(self) -> str:
         said = []  # the loading lines come first, then the address
         while not (found := re.search(r"http://127\.0\.0\.1:(\d+)/", said[-1] if said else "")):
             said.append(self.proc.stderr.readline())
             assert said[-1] and len(said) < 50, "".join(said)
         assert found.group(1) != "0", said[-1]
-        self.url = f"http://127.0.0.1:{found.group(1)}"
-        wait_until_healthy(self.proc, self.url)
-        self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
-        self._drain.start()
+        return f"http://127.0.0.1:{found.group(1)}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
+        end_server(self.proc, 60)
         assert self.proc.returncode in (0, -signal.SIGTERM)
 
 
