@@ -16,18 +16,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
 
 from aiayn.decode.generate import GenerationError, generate, load_language_model
 from aiayn.decode.process import (
-    LIVENESS_CHECK_S,
+    ChildProcess,
     DecoderCrashed,
     DecoderSpec,
-    end_child,
     set_up_child,
-    spawn_child,
 )
-from aiayn.errors import AiaynError
 
 STOP = "stop"  # the caller's message: end the generation under way
 
@@ -51,27 +47,20 @@ class _Stop(Exception):
         self.reason = reason
 
 
-class GeneratorProcess:
+class GeneratorProcess(ChildProcess):
     """``generate`` on a language model directory, computed in a spawned process."""
 
+    what = "generating"
+
     def __init__(self, spec: DecoderSpec):
-        """Start the process; ``wait_ready`` waits for its model to load."""
-        self.spec = spec
-        self.restarts = 0  # processes started again after one ended unexpectedly
         self.eos: int | None = None  # the model's end-of-text id, known once ready
-        self._spawn()
+        super().__init__(spec, target=_generate_requests, name="aiayn-generator")
 
     def wait_ready(self) -> None:
         """Raises:
         AiaynError: the process could not load the model.
         """
-        try:
-            kind, payload = self._receive()
-        except EOFError:
-            raise AiaynError(f"{self.spec.model}: the generating process failed to start") from None
-        if kind != "ready":
-            raise AiaynError(f"{self.spec.model}: {payload}")
-        self.eos = payload
+        self.eos = super().wait_ready()
 
     def generate(self, request: GenerationRequest, on_token: Callable[[int], bool]) -> str:
         """Send ``request``, hand each new token to ``on_token`` (which answers whether to
@@ -113,29 +102,6 @@ class GeneratorProcess:
             self._conn.send(STOP)
             while self._receive()[0] == "token":
                 pass
-
-    def _receive(self) -> tuple[str, Any]:
-        """The process's next message; EOFError as soon as the process is gone."""
-        while not self._conn.poll(LIVENESS_CHECK_S):
-            if not self._process.is_alive():
-                if self._conn.poll(0):
-                    break
-                raise EOFError("the generating process ended")
-        return self._conn.recv()
-
-    def close(self, wait_s: float = 30) -> None:
-        with contextlib.suppress(OSError):
-            self._conn.send(None)
-        end_child(self._process, self._conn, wait_s)
-
-    def _spawn(self) -> None:
-        self._conn, self._process = spawn_child(_generate_requests, self.spec, "aiayn-generator")
-
-    def _restart(self) -> None:
-        self.restarts += 1
-        end_child(self._process, self._conn, 5)
-        self._spawn()
-        self.wait_ready()
 
 
 def _generate_requests(conn: Connection, spec: DecoderSpec) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from aiayn.decode.translator import SearchOptions, Translation, TranslationError, Translator
 from aiayn.errors import AiaynError
@@ -89,26 +89,71 @@ class DecoderSpec:
     threads: int = 1
 
 
-class TranslatorProcess:
-    """``translate`` as a Translator has it, computed in a spawned process."""
+class ChildProcess:
+    """A model's worker process (``spawn_child``) seen from its caller: started at once,
+    ready once its model is loaded, its answers read with a check that it still lives,
+    started again after it died, ended on request. ``what`` names it in messages."""
 
-    def __init__(self, spec: DecoderSpec):
-        """Start the process; ``wait_ready`` waits for its model to load (start several
-        first, then wait, and they load side by side)."""
+    what: ClassVar[str]  # "decoding", "generating"
+
+    def __init__(self, spec: DecoderSpec, *, target: Callable, name: str):
+        """Start ``target(connection, spec)`` as process ``name``; ``wait_ready`` waits for
+        its model to load (start several first, then wait, and they load side by side)."""
         self.spec = spec
         self.restarts = 0  # processes started again after one ended unexpectedly
+        self._target, self._name = target, name
         self._spawn()
 
-    def wait_ready(self) -> None:
-        """Raises:
-        AiaynError: the process could not load the model.
+    def _spawn(self) -> None:
+        self._conn, self._process = spawn_child(self._target, self.spec, self._name)
+
+    def wait_ready(self) -> Any:
+        """What the process sent with its word that the model is loaded.
+
+        Raises:
+            AiaynError: the process could not load the model.
         """
         try:
             kind, payload = self._receive()
         except EOFError:
-            raise AiaynError(f"{self.spec.model}: the decoding process failed to start") from None
+            raise AiaynError(
+                f"{self.spec.model}: the {self.what} process failed to start"
+            ) from None
         if kind != "ready":
             raise AiaynError(f"{self.spec.model}: {payload}")
+        return payload
+
+    def _receive(self) -> tuple[str, Any]:
+        """The process's next message; EOFError as soon as the process is gone (even where a
+        copy of its end of the pipe outlives it, and the pipe would never say so)."""
+        while not self._conn.poll(LIVENESS_CHECK_S):
+            if not self._process.is_alive():
+                if self._conn.poll(0):  # it answered, then ended
+                    break
+                raise EOFError(f"the {self.what} process ended")
+        return self._conn.recv()
+
+    def close(self, wait_s: float = 30) -> None:
+        """Ask the process to end; kill it if it has not within ``wait_s``."""
+        with contextlib.suppress(OSError):
+            self._conn.send(None)
+        end_child(self._process, self._conn, wait_s)
+
+    def _restart(self) -> None:
+        """A new process in place of one that ended unexpectedly, its model loaded."""
+        self.restarts += 1
+        end_child(self._process, self._conn, 5)
+        self._spawn()
+        self.wait_ready()
+
+
+class TranslatorProcess(ChildProcess):
+    """``translate`` as a Translator has it, computed in a spawned process."""
+
+    what = "decoding"
+
+    def __init__(self, spec: DecoderSpec):
+        super().__init__(spec, target=_decode_batches, name="aiayn-decoder")
 
     def __enter__(self) -> TranslatorProcess:
         self.wait_ready()
@@ -118,7 +163,7 @@ class TranslatorProcess:
         if kind is None:
             self.close()
         else:  # Ctrl-C or an error: no wait for the batch it may be decoding
-            self._end(wait_s=0)
+            end_child(self._process, self._conn, 0)
 
     def translate(
         self,
@@ -158,34 +203,6 @@ class TranslatorProcess:
         if kind == "error":
             raise RuntimeError(payload)
         return payload
-
-    def _receive(self) -> tuple[str, Any]:
-        """The process's next answer; EOFError as soon as the process is gone (even where a
-        copy of its end of the pipe outlives it, and the pipe would never say so)."""
-        while not self._conn.poll(LIVENESS_CHECK_S):
-            if not self._process.is_alive():
-                if self._conn.poll(0):  # it answered, then ended
-                    break
-                raise EOFError("the decoding process ended")
-        return self._conn.recv()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._conn.send(None)
-        self._end(wait_s=30)
-
-    def _end(self, wait_s: float) -> None:
-        end_child(self._process, self._conn, wait_s)
-
-    def _spawn(self) -> None:
-        self._conn, self._process = spawn_child(_decode_batches, self.spec, "aiayn-decoder")
-
-    def _restart(self) -> None:
-        self.restarts += 1
-        self._process.join(timeout=5)
-        self._conn.close()
-        self._spawn()
-        self.wait_ready()
 
 
 def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
