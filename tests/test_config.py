@@ -68,6 +68,25 @@ def test_extends_overrides_the_parent_key_by_key(tmp_path):
     assert values == {"pipeline": {"src_lang": "en", "tgt_lang": "fr"}, "model": {"preset": "tiny"}}
 
 
+@pytest.mark.parametrize("pair", [("fr", "de"), ("fr", "en")])
+def test_the_quick_pivot_recipes_are_the_en_de_quick_recipe_on_another_pair(pair):
+    """bench/pivot.py compares models of one recipe: only the languages differ."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from aiayn.config_io import recipe_from_dict
+
+    configs = Path(__file__).parents[1] / "configs"
+    src, tgt = pair
+    path = configs / f"multi30k_{src}_{tgt}_quick.toml"
+    recipe = recipe_from_dict(load_toml(str(path)), where=str(path))
+    quick = configs / "multi30k_en_de_quick.toml"
+    en_de = recipe_from_dict(load_toml(str(quick)), where=str(quick))
+    assert (recipe.pipeline.src_lang, recipe.pipeline.tgt_lang) == pair
+    as_en_de = replace(recipe, pipeline=replace(recipe.pipeline, src_lang="en", tgt_lang="de"))
+    assert as_en_de == en_de
+
+
 def test_extends_cycle_is_an_error(tmp_path):
     (tmp_path / "a.toml").write_text('extends = "b.toml"\n')
     (tmp_path / "b.toml").write_text('extends = "a.toml"\n')
@@ -95,3 +114,5 @@ def test_shipped_sibling_recipes_load():
     assert langs["multi30k_en_de_quick"] == ("en", "de", "raw")
     assert langs["multi30k_fr_en_tiny_raw"] == ("fr", "en", "raw")  # Fr->De through English
     assert langs["multi30k_fr_de_tiny_raw"] == ("fr", "de", "raw")  # and the direct model
+    assert langs["multi30k_fr_en_quick"] == ("fr", "en", "raw")  # the same, in minutes
+    assert langs["multi30k_fr_de_quick"] == ("fr", "de", "raw")
