@@ -87,6 +87,7 @@ def test_below_the_minimum_confidence_the_source_comes_back_flagged(translator):
     [
         ({"min_confidence": 1.5}, "min_confidence must be a number from 0 to 1"),
         ({"min_confidence": float("nan")}, "min_confidence"),
+        ({"min_confidence": -0.1}, "min_confidence must be a number from 0 to 1"),
         ({"protect_patterns": ["x"]}, "tuple of non-empty strings"),
         ({"protect": "yes"}, "must be true or false"),
         ({"glossary": {"dog": "Hund"}}, "Glossary"),

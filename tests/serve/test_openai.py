@@ -206,3 +206,20 @@ def test_streams_are_server_sent_events_ending_in_done(lm_server):
     events = [e.removeprefix("data: ") for e in lines.strip().split("\n\n")]
     assert events[-1] == "[DONE]"
     assert all(json.loads(e)["object"] == "chat.completion.chunk" for e in events[:-1])
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [("--glossary", "{dir}/g.tsv"), ("--min-confidence", "0.5"), ("--protect", "ACME-[0-9]+")],
+)
+def test_translation_options_for_a_language_model_server_are_one_line(
+    lm_dir, tmp_path, capsys, option, value
+):
+    from aiayn.cli import main
+
+    (tmp_path / "g.tsv").write_text("to\tzu\n")
+    argv = ["serve", "--model", str(lm_dir), "--port", "0", option]
+    assert main([*argv, value.replace("{dir}", str(tmp_path))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "options of translation models, not of the language model" in err[-1], err
+    assert not any("Traceback" in line for line in err)

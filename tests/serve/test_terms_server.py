@@ -104,6 +104,39 @@ def test_bad_values_are_a_one_line_400(client, body, message):
     assert message in error and "\n" not in error
 
 
+def test_a_not_a_number_minimum_is_a_one_line_400(client):
+    body = '{"q": "the dog", "source": "en", "target": "de", "min_confidence": NaN}'
+    answer = client.post("/translate", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400 and "min_confidence" in answer.json()["error"]
+    form = client.post(
+        "/translate",
+        data={"q": "the dog", "source": "en", "target": "de", "min_confidence": "-0.1"},
+    )
+    assert form.status_code == 400, form.text
+    assert "min_confidence must be a number from 0 to 1" in form.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "fields, text, message",
+    [
+        ({"min_confidence": "2"}, "the dog runs", "min_confidence must be a number from 0 to 1"),
+        ({"protect": "(ab"}, "the dog runs", "does not compile"),
+        ({"glossary": "no tab here"}, "the dog runs", "glossary: entry 1"),
+        ({"glossary": ""}, "the dog runs", "glossary: no terms"),
+        ({}, "the dog runs\nthe {{dog runs", "unbalanced placeholder '{{'"),
+    ],
+)
+def test_translate_file_bad_values_are_a_one_line_400(client, fields, text, message):
+    answer = client.post(
+        "/translate_file",
+        data={"source": "en", "target": "de", **fields},
+        files={"file": ("lines.txt", text.encode(), "text/plain")},
+    )
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert message in error and "\n" not in error
+
+
 def test_bad_server_defaults_are_refused_at_start(en_de):
     from aiayn.serve.common import ServeSettings
 

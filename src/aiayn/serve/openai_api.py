@@ -35,7 +35,11 @@ from aiayn.errors import AiaynError
 from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
 from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
-from aiayn.serve.openai_requests import chat_parameters, completion_parameters
+from aiayn.serve.openai_requests import (
+    chat_parameters,
+    check_language_model_settings,
+    completion_parameters,
+)
 
 DISCONNECT_CHECK_S = 1.0  # how often a waiting answer looks whether its client went away
 
@@ -70,6 +74,7 @@ class OpenAICompletions:
                 f"one language model per server, got {len(settings.models)}: "
                 f"{', '.join(settings.models)}"
             )
+        check_language_model_settings(settings)
         self.name = Path(settings.models[0]).resolve().name
         _, self.tokenizer, _ = load_tokenizers(settings.models[0])
         spec = DecoderSpec(

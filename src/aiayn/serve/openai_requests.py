@@ -5,8 +5,11 @@ continues."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from aiayn.errors import AiaynError
+from aiayn.search_options import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest
 from aiayn.serve.common import ApiError, ServeSettings
@@ -31,6 +34,13 @@ CHAT_UNSUPPORTED = {
     "response_format": (None,),
     **PENALTIES,
 }
+# A translation request's own fields (protected spans, glossary, minimum confidence, format):
+# a language model has no use for them, so they are refused, never ignored.
+TRANSLATION_FIELDS = {
+    field.name: field.metadata["request"]
+    for field in dataclasses.fields(SearchOptions)
+    if field.metadata["request"]
+}
 MAX_STOPS = 4  # stop sequences per request, as OpenAI allows (each is looked for at every token)
 ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 CHAT_TEMPLATE = "{role}: {content}\n"  # one line per message, then "Assistant:"
@@ -45,7 +55,37 @@ def render_chat(messages: list[dict[str, str]]) -> str:
     return "".join(lines) + "Assistant:"
 
 
+def check_language_model_settings(settings: ServeSettings) -> None:
+    """Refuse server defaults that only a translation model uses (``aiayn serve --glossary``,
+    ``--protect``, ``--min-confidence`` ... for a language model).
+
+    Raises:
+        AiaynError: naming them, in one line.
+    """
+    default = SearchOptions()
+    given = [
+        name
+        for name in TRANSLATION_FIELDS
+        if getattr(settings.decode, name) != getattr(default, name)
+    ]
+    if given:
+        raise AiaynError(
+            f"{', '.join(given)}: options of translation models, not of the language model "
+            f"{settings.models[0]}"
+        )
+
+
+def _no_translation_fields(values: dict[str, Any]) -> None:
+    for name in TRANSLATION_FIELDS.values():
+        if values.get(name) is not None:
+            raise BadRequest(
+                f"{name} applies to translation models (LibreTranslate's /translate), not to "
+                "a language model's completions"
+            )
+
+
 def completion_parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, Any]:
+    _no_translation_fields(values)
     prompt = values.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else prompt
     if (
@@ -65,6 +105,7 @@ def completion_parameters(values: dict[str, Any], settings: ServeSettings) -> di
 
 
 def chat_parameters(values: dict[str, Any], settings: ServeSettings) -> dict[str, Any]:
+    _no_translation_fields(values)
     for name, allowed in CHAT_UNSUPPORTED.items():
         if values.get(name) not in allowed:
             raise BadRequest(f"{name} is not supported")
