@@ -30,6 +30,12 @@ def entries(base: str, offline: str) -> list[Entry]:
         ),
         Entry(did("Test-reversed-1-kor-eng"), url=f"{base}/ko-en.tsv.gz"),
         Entry(did("Test-missing-1-eng-kor"), url=f"{base}/missing.txt.gz"),
+        Entry(
+            did("Test-damaged-1-eng-kor"),
+            url=f"{base}/damaged.txt.zip",
+            in_paths=["*.en", "*.ko"],
+            in_ext="txt",
+        ),
         Entry(did("Test-offline-1-eng-kor"), url=f"{offline}/en-ko.txt.gz"),
         Entry(
             did("OPUS-tatoeba-v1-eng-por"),

@@ -59,6 +59,7 @@ def mtdata_home(tmp_path_factory):
     (served / "OPUS-Tatoeba" / "en-pt.txt.zip").write_bytes(_zip([("Hi.", "Oi.")], "en", "pt"))
     tsv = "".join(f"{k}\t{e}\n" for k, e in REVERSED).encode()
     (served / "ko-en.tsv.gz").write_bytes(gzip.compress(tsv))
+    (served / "damaged.txt.zip").write_bytes(_zip(TATOEBA, "en", "ko")[:200])
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served))
     )
@@ -99,12 +100,13 @@ def test_a_pairs_corpora_are_listed_with_their_licences(mtdata_home, tmp_path):
     rows = [line.split(maxsplit=1) for line in done.stdout.splitlines()]
     assert rows == [
         ["OPUS-tatoeba-v1-eng-kor", "CC BY 2.0 FR"],
+        ["Test-damaged-1-eng-kor", "unknown"],
         ["Test-missing-1-eng-kor", "unknown"],
         ["Test-offline-1-eng-kor", "unknown"],
         ["Test-reversed-1-kor-eng", "unknown"],
     ]  # by id; the eng-por corpus is not of the pair
-    assert "4 corpora for en-ko" in done.stderr
-    assert "licence unknown for 3" in done.stderr
+    assert "5 corpora for en-ko" in done.stderr
+    assert "licence unknown for 4" in done.stderr
 
 
 def test_corpora_are_fetched_into_the_layout_a_recipe_reads(mtdata_home, tmp_path):
@@ -184,6 +186,7 @@ BAD = [
     (["--pair", "en-ko", "--get", "OPUS-tatoeba-v1-eng-por"], "not a parallel corpus of en-ko"),
     (["--pair", "en-ko", "--get", "Test-missing-1-eng-kor"], "the server answered HTTP 404"),
     (["--pair", "en-ko", "--get", "Test-offline-1-eng-kor"], "no connection: check the network"),
+    (["--pair", "en-ko", "--get", "Test-damaged-1-eng-kor"], "is not the zip archive expected"),
     (["--pair", "en-ko", "--get", "Test-reversed-1-kor-eng", "--valid", "10"], "too few"),
     (["--pair", "en-ko", "--get", "Test-reversed-1-kor-eng", "--dest", "mine"], "aiayn wrote"),
     (["--get", "Test-reversed-1-kor-eng"], "needs --pair SRC-TGT"),

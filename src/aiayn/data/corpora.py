@@ -202,20 +202,25 @@ def _download(cache: Cache, entry: Entry, log: Callable[[str], None]) -> object:
     """Fetch ``entry`` into the cache (or find it there): the paths mtdata's parser reads."""
     log(f"{entry.did}: {_address(entry)}")
     try:
-        return cache.get_entry(entry)
+        paths = cache.get_entry(entry)
     except Exception as e:
         raise _failure(entry, e) from None
+    if entry.is_archive and isinstance(paths, Path):  # mtdata found no archive in it
+        raise CorpusError(
+            f"{entry.did}: its download {paths} is not the {entry.ext} archive expected "
+            "(damaged? remove it from mtdata's cache and fetch again)"
+        )
+    return paths
 
 
-def _failure(entry: Entry, error: Exception) -> Exception:
-    """``error`` from mtdata as one line: the disk's refusals as they are, others as
-    CorpusError naming the dataset and its address."""
-    if write_failure(error) is not None and not isinstance(error, requests.RequestException):
-        return error
+def _failure(entry: Entry, error: Exception) -> CorpusError:
+    """``error`` from mtdata's download as one line naming the dataset and its address."""
     if isinstance(error, requests.ConnectionError | requests.Timeout):
         reason = "no connection: check the network"
     elif isinstance(error, AssertionError) and str(error).isdigit():
-        reason = f"the server answered HTTP {error}"
+        reason = f"the server answered HTTP {error}"  # mtdata asserts the status is 200
+    elif not isinstance(error, requests.RequestException) and write_failure(error):
+        reason = f"mtdata's cache cannot hold it: {write_failure(error)}"
     elif isinstance(error, MTDataException):
         reason = str(error)
     else:
@@ -226,21 +231,30 @@ def _failure(entry: Entry, error: Exception) -> Exception:
 def _pairs(
     entry: Entry, paths: object, pair: tuple[BCP47Tag, BCP47Tag]
 ) -> Iterator[tuple[str, str]]:
-    """The non-empty pairs of a downloaded corpus, in ``pair``'s order, whitespace collapsed."""
+    """The non-empty pairs of a downloaded corpus, in ``pair``'s order, whitespace collapsed.
+
+    Raises:
+        CorpusError: mtdata cannot read the download (a damaged file, a format it fails on).
+    """
     _, swap = BCP47Tag.check_compat_swap(pair, entry.did.langs)
+    parser = Parser(paths, ext=entry.in_ext or None, ent=entry)
     try:
-        for record in Parser(paths, ext=entry.in_ext or None, ent=entry).read_segs(show_pbar=False):
+        for record in parser.read_segs(show_pbar=False):
             if len(record) < 2 or not record[0] or not record[1]:
                 continue
             a, b = " ".join(str(record[0]).split()), " ".join(str(record[1]).split())
             if a and b:
                 yield (b, a) if swap else (a, b)
-    except (OSError, EOFError, UnicodeDecodeError, zipfile.BadZipFile, tarfile.TarError) as e:
-        if write_failure(e) is not None and not isinstance(e, OSError | EOFError):
-            raise
-        raise CorpusError(f"{entry.did}: cannot read its download ({e})") from None
-    except (AssertionError, MTDataException) as e:
-        raise CorpusError(f"{entry.did}: cannot read its download ({e})") from None
+    except (
+        OSError,
+        EOFError,
+        ValueError,  # UnicodeDecodeError among them
+        AssertionError,
+        zipfile.BadZipFile,
+        tarfile.TarError,
+        MTDataException,
+    ) as e:
+        raise CorpusError(f"{entry.did}: mtdata cannot read its download ({e})") from None
 
 
 def _draw_valid(
@@ -261,7 +275,7 @@ def _draw_valid(
             elif (j := rng.randrange(seen)) < size:
                 reservoir[j] = (seen, item)
     chosen = dict.fromkeys(item for _, item in sorted(reservoir))
-    if seen <= len(chosen):
+    if seen <= size:
         raise CorpusError(
             f"the corpora hold {seen:,} pairs: too few to hold out {size:,} for validation "
             "and train on the rest (a smaller --valid)"
