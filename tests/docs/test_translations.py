@@ -1,8 +1,9 @@
 """The documentation's translations (``page.ko.md``, ``page.zh.md`` beside ``page.md``, built by
 mkdocs-static-i18n) are the English pages in another language: every language mkdocs.yml
 builds has the quick start and the tutorial, each with the English page's sections in the same
-order and depth, the same pictures and the very same code blocks (which therefore run once, in
-English: ``blocks.documents()``), in prose written in that language's script."""
+order, depth and anchors, its boxes, the same pictures and the very same code blocks (which
+therefore run once, in English: ``blocks.documents()``), in prose written in that language's
+script."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ import yaml
 
 from .blocks import FENCE, REPO, blocks, documents, translation_of
 
+slugify = pytest.importorskip("markdown.extensions.toc", reason="mkdocs (dev extra)").slugify
+
 DOCS = REPO / "docs"
 # the landing page, the quick start, the tutorial and its map of other tutorials' names
 REQUIRED = ("index.md", "start.md", "tutorial/paper.md", "tutorial/names.md")
-HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+)$")
+HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)(?: \{#(?P<id>[^}\s]+)\})?$")
+ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?) (?P<kind>[\w-]+)")  # !!! note "...", ??? success
 NUMBER = re.compile(r"§[\d.]*\d|^\d+\.")  # the paper's section numbers, a page's own steps
 PICTURE = re.compile(r"!\[[^\]]*\]\((?P<target>[^)\s]+)|<img [^>]*src=\"(?P<src>[^\"]+)\"")
 INLINE_CODE = re.compile(r"`[^`\n]*`|\\\[.*?\\\]|\$[^$\n]*\$|\]\([^)]*\)", re.DOTALL)
@@ -56,10 +60,21 @@ def _prose(page: Path) -> list[str]:
     return lines
 
 
-def sections(page: Path) -> list[tuple[int, list[str]]]:
-    """Each heading's depth and the section numbers it names (§3.2.1, a step's 1.)."""
+def sections(page: Path) -> list[tuple[int, str, list[str]]]:
+    """Each heading's depth, anchor (its ``{#id}``, else its title's slug, as the toc extension
+    makes it: a translation keeps the English anchors, which links from other pages name) and
+    the section numbers it names (§3.2.1, a step's 1.)."""
     found = (HEADING.match(line) for line in _prose(page))
-    return [(len(h["level"]), NUMBER.findall(h["title"])) for h in found if h]
+    return [
+        (len(h["level"]), h["id"] or slugify(h["title"], "-"), NUMBER.findall(h["title"]))
+        for h in found
+        if h
+    ]
+
+
+def admonitions(page: Path) -> list[str]:
+    """The kinds of the page's boxes (``!!! note``, ``??? success``), in order."""
+    return [m["kind"] for m in map(ADMONITION.match, _prose(page)) if m]
 
 
 def pictures(page: Path) -> list[str]:
@@ -98,7 +113,8 @@ def test_translations_run_no_block_twice():
 
 @pytest.mark.parametrize(("page", "english"), PAIRS, ids=IDS)
 def test_a_translation_has_the_english_sections_pictures_and_code(page, english):
-    assert sections(page) == sections(english), "headings differ in depth, order or number"
+    assert sections(page) == sections(english), "headings differ in depth, anchor or number"
+    assert admonitions(page) == admonitions(english)
     assert pictures(page) == pictures(english)
     translated = [(b.lang, b.code, b.mark, b.why) for b in blocks(page)]
     assert translated == [(b.lang, b.code, b.mark, b.why) for b in blocks(english)]
@@ -118,6 +134,14 @@ def test_the_checks_see_a_missing_section_picture_and_block(tmp_path):
     cut = tmp_path / "paper.ko.md"
     cut.write_text(text.replace("### §3.2.2", "#### §3.2.2", 1), encoding="utf-8")
     assert sections(cut) != sections(english)
+    renamed = text.replace("## §3.3 Position-wise", "## §3.3 포지션-와이즈", 1)
+    cut.write_text(renamed, encoding="utf-8")
+    assert sections(cut) != sections(english)  # the anchor #33-position-wise-... is gone
+    cut.write_text(
+        renamed.replace("networks\n", "networks {#33-position-wise-feed-forward-networks}\n", 1),
+        encoding="utf-8",
+    )
+    assert sections(cut) == sections(english)
     cut.write_text(re.sub(r"!\[[^\]]*\]\(figures/masks\.png\)", "", text), encoding="utf-8")
     assert pictures(cut) != pictures(english)
     cut.write_text(text.replace('attention.py:heads"', 'attention.py:head"', 1), encoding="utf-8")
