@@ -29,3 +29,14 @@ def test_the_readme_is_a_landing_page():
     headings = [line for line in lines if line.startswith("## ")]
     for heading in ("## Install", "## Quick start", "## Results", "## Documentation"):
         assert heading in headings, heading
+
+
+def test_every_speed_ratio_in_the_readme_names_its_precision_and_hardware():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    table = lines[lines.index("## Results") :]
+    ratios = [line for line in table if line.startswith("| ") and re.search(r"\d×", line)]
+    assert len(ratios) >= 5  # the decoding, training, language-model and serving rows
+    for row in ratios:
+        what, figure, machine, _command = row.strip("|").split(" | ")
+        assert re.search(r"\b(fp32|bf16|float32|bfloat16|int8)\b", what + figure), row
+        assert re.search(r"core|GPU|H100|A100|CPU", machine), row
