@@ -1,9 +1,9 @@
 """The documentation's translations (``page.ko.md``, ``page.zh.md`` beside ``page.md``, built by
 mkdocs-static-i18n) are the English pages in another language: every language mkdocs.yml
 builds has the quick start and the tutorial, each with the English page's sections in the same
-order, depth and anchors, its boxes, the same pictures and the very same code blocks (which
-therefore run once, in English: ``blocks.documents()``), in prose written in that language's
-script."""
+order, depth and anchors, its boxes, its numbers, the same pictures and the very same code
+blocks (which therefore run once, in English: ``blocks.documents()``), in prose written in
+that language's script."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ PICTURE = re.compile(r"!\[[^\]]*\]\((?P<target>[^)\s]+)|<img [^>]*src=\"(?P<src>
 INLINE_CODE = re.compile(r"`[^`\n]*`|\\\[.*?\\\]|\$[^$\n]*\$|\]\([^)]*\)", re.DOTALL)
 SCRIPT = {"ko": re.compile(r"[\uac00-\ud7a3]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
 LATIN = re.compile(r"[A-Za-z]")
+FIGURE = re.compile(r"\d+(?:[.,]\d+)*")  # 41.19, 29,000, §3.2.1's 3.2.1
 
 
 class _AnyTagLoader(yaml.SafeLoader):
@@ -82,6 +83,11 @@ def pictures(page: Path) -> list[str]:
     return [m["target"] or m["src"] for m in PICTURE.finditer(text)]
 
 
+def figures(page: Path) -> set[str]:
+    """The numbers written in the page's prose (outside its code blocks)."""
+    return set(FIGURE.findall("\n".join(_prose(page))))
+
+
 def script_share(page: Path, language: str) -> float:
     """Of the letters of the page's prose (outside code, formulas and link targets), the share
     written in ``language``'s script."""
@@ -116,6 +122,7 @@ def test_a_translation_has_the_english_sections_pictures_and_code(page, english)
     assert sections(page) == sections(english), "headings differ in depth, anchor or number"
     assert admonitions(page) == admonitions(english)
     assert pictures(page) == pictures(english)
+    assert not figures(english) - figures(page), "numbers of the English page are missing"
     translated = [(b.lang, b.code, b.mark, b.why) for b in blocks(page)]
     assert translated == [(b.lang, b.code, b.mark, b.why) for b in blocks(english)]
 
@@ -144,5 +151,7 @@ def test_the_checks_see_a_missing_section_picture_and_block(tmp_path):
     assert sections(cut) == sections(english)
     cut.write_text(re.sub(r"!\[[^\]]*\]\(figures/masks\.png\)", "", text), encoding="utf-8")
     assert pictures(cut) != pictures(english)
+    cut.write_text(text.replace("β2 = 0.98", "β2 = 0.99", 1), encoding="utf-8")
+    assert figures(english) - figures(cut) == {"0.98"}
     cut.write_text(text.replace('attention.py:heads"', 'attention.py:head"', 1), encoding="utf-8")
     assert [b.code for b in blocks(cut)] != [b.code for b in blocks(english)]
