@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tarfile
 import threading
 import zipfile
 from pathlib import Path
@@ -32,6 +33,7 @@ TATOEBA = [
     ("Two  spaces\there.", "공백  두 개."),
 ]
 REVERSED = [(f"거꾸로 {i}.", f"Reversed {i}.") for i in range(10)]
+CHALLENGE = [(f"Challenge {i}.", f"도전 {i}.") for i in range(12)]  # English first (eng-kor)
 
 
 def _zip(pairs: list[tuple[str, str]], a: str, b: str) -> bytes:
@@ -41,6 +43,18 @@ def _zip(pairs: list[tuple[str, str]], a: str, b: str) -> bytes:
         for i, lang in enumerate((a, b)):
             z.writestr(f"Tatoeba.{a}-{b}.{lang}", "".join(p[i] + "\n" for p in pairs))
         z.writestr("README", "the corpus's readme\n")
+    return out.getvalue()
+
+
+def _challenge_tar(pairs: list[tuple[str, str]]) -> bytes:
+    """A Tatoeba Challenge archive of eng-kor, in the release's layout."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for i, side in enumerate(("src", "trg")):
+            data = gzip.compress("".join(p[i] + "\n" for p in pairs).encode())
+            info = tarfile.TarInfo(f"data/release/v2023-09-26/eng-kor/train.{side}.gz")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
 
 
@@ -60,6 +74,10 @@ def mtdata_home(tmp_path_factory):
     tsv = "".join(f"{k}\t{e}\n" for k, e in REVERSED).encode()
     (served / "ko-en.tsv.gz").write_bytes(gzip.compress(tsv))
     (served / "damaged.txt.zip").write_bytes(_zip(TATOEBA, "en", "ko")[:200])
+    (served / "Tatoeba-Challenge-v2023-09-26").mkdir()
+    (served / "Tatoeba-Challenge-v2023-09-26" / "eng-kor.tar").write_bytes(
+        _challenge_tar(CHALLENGE)
+    )
     server = http.server.ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(served))
     )
@@ -70,6 +88,7 @@ def mtdata_home(tmp_path_factory):
     home = root / "mtdata"
     base = f"http://127.0.0.1:{server.server_address[1]}"
     subprocess.run([sys.executable, str(HELPER), str(home), base, offline], check=True)
+    (home / "server").write_text(base)  # the Tatoeba Challenge's archives are served there too
     yield home
     server.shutdown()
 
@@ -100,12 +119,13 @@ def test_a_pairs_corpora_are_listed_with_their_licences(mtdata_home, tmp_path):
     rows = [line.split(maxsplit=1) for line in done.stdout.splitlines()]
     assert rows == [
         ["OPUS-tatoeba-v1-eng-kor", "CC BY 2.0 FR"],
+        ["Tatoeba-challenge-v20230926-eng-kor", "CC BY-NC-SA 4.0"],
         ["Test-damaged-1-eng-kor", "unknown"],
         ["Test-missing-1-eng-kor", "unknown"],
         ["Test-offline-1-eng-kor", "unknown"],
         ["Test-reversed-1-kor-eng", "unknown"],
     ]  # by id; the eng-por corpus is not of the pair
-    assert "5 corpora for en-ko" in done.stderr
+    assert "6 corpora for en-ko" in done.stderr
     assert "licence unknown for 4" in done.stderr
 
 
@@ -222,3 +242,28 @@ def test_a_corpus_fetched_before_is_replaced_only_with_overwrite(mtdata_home, tm
     assert again.returncode == 2 and "pass --overwrite" in again.stderr
     assert _aiayn(mtdata_home, tmp_path, *get, "--valid", "3", "--overwrite").returncode == 0
     assert len(_lines(tmp_path / "corpus" / "valid.en.gz")) == 3
+
+
+def test_the_tatoeba_challenges_training_set_is_fetched_from_its_archive(mtdata_home, tmp_path):
+    mirror = (mtdata_home / "server").read_text()
+    done = _aiayn(
+        mtdata_home,
+        tmp_path,
+        "--pair",
+        "ko-en",
+        "--mirror",
+        mirror,
+        "--get",
+        "Tatoeba-challenge-v20230926-eng-kor",
+        "--valid",
+        "2",
+        "--dest",
+        "corpus",
+    )
+    assert done.returncode == 0, done.stderr
+    ko, en = _lines(tmp_path / "corpus/train.ko.gz"), _lines(tmp_path / "corpus/train.en.gz")
+    assert len(ko) == 10 and set(zip(en, ko, strict=True)) < set(CHALLENGE)
+    assert (
+        "Tatoeba-challenge-v20230926-eng-kor\tCC BY-NC-SA 4.0\t12\t" + mirror
+        in (tmp_path / "corpus/sources.tsv").read_text()
+    )

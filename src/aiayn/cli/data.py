@@ -44,7 +44,8 @@ def add_parsers(sub) -> None:
         "--mirror",
         metavar="URL",
         help="test sets: download from this copy of the upstream repositories' files "
-        "(https:// or file://) instead of GitHub",
+        "(https:// or file://) instead of GitHub; corpora: the Tatoeba Challenge's archives "
+        "from this copy of https://object.pouta.csc.fi (its paths kept)",
     )
     _add_corpora_options(data)
     data.set_defaults(handler=run_data)
@@ -219,20 +220,22 @@ def _corpora(args: argparse.Namespace) -> int:
         raise UsageError("`aiayn data corpora` needs --pair SRC-TGT, e.g. --pair en-ko")
     if args.get and not args.dest:
         raise UsageError("--get needs --dest DIR, the directory to write the corpus to")
-    if args.source or args.mirror:
+    if args.source:
         raise UsageError(
-            "--from and --mirror are for the named datasets; corpora come "
-            "through mtdata (its cache: $MTDATA, by default ~/.mtdata)"
+            "--from is for the named datasets; corpora come through mtdata (its cache: "
+            "$MTDATA, by default ~/.mtdata)"
         )
     log("reading mtdata's index of corpora (built on first use, about a minute)")
     with quiet_mtdata():
         from aiayn.data import corpora
 
         src, tgt = corpora.languages(args.pair)
+        server = args.mirror or corpora.CHALLENGE_SERVER
         index = corpora.load_index()
         if not args.get:
-            return _list(corpora.list_corpora(index, src, tgt), src, tgt)
-        entries = corpora.find(index, args.get, src, tgt)
+            found = corpora.list_corpora(index, src, tgt, server=server)
+            return _list(found, src, tgt)
+        entries = corpora.find(index, args.get, src, tgt, server=server)
         fetched = corpora.fetch_corpora(
             entries,
             args.dest,

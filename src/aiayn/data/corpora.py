@@ -1,7 +1,8 @@
 """Training corpora for any language pair, through mtdata's index (OPUS with its Tatoeba,
-ParaCrawl, CCMatrix and NLLB corpora, WMT's news commentary and Europarl, WikiMatrix, ...):
-list what the index holds for a pair, each corpus with its licence where known, and fetch
-chosen ones into the layout a recipe's ``train`` and ``valid`` prefixes read.
+ParaCrawl, CCMatrix and NLLB corpora, WMT's news commentary and Europarl, WikiMatrix, ...)
+and the Tatoeba Challenge's training sets: list what there is for a pair, each corpus with
+its licence where known, and fetch chosen ones, with mtdata's client, into the layout a
+recipe's ``train`` and ``valid`` prefixes read.
 
 Layout written, a directory that appears whole or not at all (``aiayn.files``)::
 
@@ -55,6 +56,14 @@ LICENCES: dict[tuple[str, str], str] = {  # (mtdata group, corpus name)
 }
 
 
+# The Tatoeba Challenge's training sets (Tiedemann, 2020): all of OPUS for a pair, cleaned and
+# de-duplicated against its test sets, one archive a pair (ISO 639-3 codes in alphabetical
+# order); mtdata's index does not hold them. Layout as the release's README lists it.
+CHALLENGE = "v2023-09-26"
+CHALLENGE_SERVER = "https://object.pouta.csc.fi"  # its archives: /Tatoeba-Challenge-VERSION/
+CHALLENGE_LICENCE = "CC BY-NC-SA 4.0"  # the release's README.md
+
+
 @dataclass(frozen=True)
 class Listing:
     """One corpus mtdata's index holds for a pair."""
@@ -86,24 +95,30 @@ def languages(pair: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def list_corpora(index: Index, src: str, tgt: str) -> list[Listing]:
-    """The corpora ``index`` holds for ``src``–``tgt`` (either direction), by id.
+def list_corpora(
+    index: Index, src: str, tgt: str, *, server: str = CHALLENGE_SERVER
+) -> list[Listing]:
+    """The corpora ``index`` holds for ``src``–``tgt`` (either direction), and the Tatoeba
+    Challenge's (from ``server``), by id.
 
     Raises:
         CorpusError: the index holds none for the pair.
     """
-    found = sorted(_entries(index, src, tgt), key=lambda e: str(e.did))
-    if not found:
+    found = list(_entries(index, src, tgt))
+    if not found:  # then the Tatoeba Challenge, built from OPUS, has none either
         raise CorpusError(
             f"mtdata's index holds no parallel corpus for {src}-{tgt} "
             f"({bcp47(src)}-{bcp47(tgt)}); check the language codes"
         )
+    found = sorted([challenge_entry(src, tgt, server=server), *found], key=lambda e: str(e.did))
     return [Listing(str(e.did), licence(e), _address(e)) for e in found]
 
 
 def licence(entry: Entry) -> str:
     """The licence of ``entry`` where its publisher states one, else ``UNKNOWN``."""
     did = entry.did
+    if (did.group, did.name) == ("Tatoeba", "challenge"):
+        return CHALLENGE_LICENCE
     return GROUP_LICENCES.get(did.group) or LICENCES.get((did.group, did.name), UNKNOWN)
 
 
@@ -114,12 +129,31 @@ def _entries(index: Index, src: str, tgt: str) -> Iterator[Entry]:
             yield entry
 
 
+def challenge_entry(src: str, tgt: str, *, server: str = CHALLENGE_SERVER) -> Entry:
+    """The Tatoeba Challenge's training set of ``src``–``tgt``, as an mtdata entry (an
+    archive of ``train.src.gz`` and ``train.trg.gz``, the first code's side as ``src``),
+    downloaded from ``server`` (upstream's, or a copy with its paths)."""
+    first, second = sorted((bcp47(src).lang, bcp47(tgt).lang))
+    folder = f"data/release/{CHALLENGE}/{first}-{second}"
+    return Entry(
+        did=DatasetId("Tatoeba", "challenge", CHALLENGE.replace("-", ""), (first, second)),
+        url=f"{server.rstrip('/')}/Tatoeba-Challenge-{CHALLENGE}/{first}-{second}.tar",
+        filename=f"tatoeba-challenge-{CHALLENGE}-{first}-{second}.tar",
+        ext="tar",
+        in_paths=[f"{folder}/train.src.gz", f"{folder}/train.trg.gz"],
+        in_ext="txt",
+    )
+
+
 def _address(entry: Entry) -> str:
     return entry.url if isinstance(entry.url, str) else " ".join(entry.url)
 
 
-def find(index: Index, ids: Iterable[str], src: str, tgt: str) -> list[Entry]:
-    """The entries of ``index`` named by ``ids``, each checked to pair ``src`` with ``tgt``.
+def find(
+    index: Index, ids: Iterable[str], src: str, tgt: str, *, server: str = CHALLENGE_SERVER
+) -> list[Entry]:
+    """The entries named by ``ids`` (of ``index``, or the Tatoeba Challenge's from
+    ``server``), each checked to pair ``src`` with ``tgt``.
 
     Raises:
         CorpusError: an id is malformed, not in the index, or of another pair.
@@ -134,6 +168,10 @@ def find(index: Index, ids: Iterable[str], src: str, tgt: str) -> list[Entry]:
                 f"{text!r}: not a dataset id (GROUP-NAME-VERSION-LANG-LANG, as listed by "
                 f"`aiayn data corpora --pair {src}-{tgt}`)"
             ) from None
+        challenge = challenge_entry(src, tgt, server=server)
+        if did == challenge.did:
+            entries.append(challenge)
+            continue
         if did not in index:
             raise CorpusError(
                 f"{text!r}: no such dataset in mtdata's index "
