@@ -125,7 +125,7 @@ def test_a_pairs_corpora_are_listed_with_their_licences(mtdata_home, tmp_path):
         ["Test-offline-1-eng-kor", "unknown"],
         ["Test-reversed-1-kor-eng", "unknown"],
     ]  # by id; the eng-por corpus is not of the pair
-    assert "6 corpora for en-ko" in done.stderr
+    assert "6 corpora for en-ko (mtdata's index and the Tatoeba Challenge)" in done.stderr
     assert "licence unknown for 4" in done.stderr
 
 

@@ -262,8 +262,9 @@ def _list(found, src: str, tgt: str) -> int:
         print(f"{item.id:<{width}}  {item.licence}")
     unknown = sum(item.licence == "unknown" for item in found)
     log(
-        f"{len(found)} corpora for {src}-{tgt} in mtdata's index; licence unknown for {unknown} "
-        "(mtdata records none: read the corpus's own page, e.g. https://opus.nlpl.eu/NAME). "
+        f"{len(found)} corpora for {src}-{tgt} (mtdata's index and the Tatoeba Challenge); "
+        f"licence unknown for {unknown} (mtdata records none: read the corpus's own page, "
+        "e.g. https://opus.nlpl.eu/NAME). "
         f"Fetch: aiayn data corpora --pair {src}-{tgt} --get ID [ID ...] --dest DIR"
     )
     return 0
