@@ -15,10 +15,12 @@ test sets (raw, cased text: what the model translates as a user's text).
   over its lines, at least ``MIN_DICE``) makes a glossary entry of that line. Lines with
   entries are translated one at a time, with and without their glossary: the share of
   lines whose every target term appears, BLEU of the set, and the seconds each way.
-- confidence: Spearman's correlation between each line's confidence and its sentence chrF.
+- confidence: Spearman's correlation between each line's confidence and its sentence chrF,
+  and how far the confidence is from the chrF (0 to 1), the model's own and calibrated
+  (``aiayn.eval.calibrate``, fitted on ``val``: printed first).
 
 Corpora under ``AIAYN_DATA_DIR`` (default ``../shared/data``): ``multi30k/train.*.gz`` and
-``multi30k/test_YEAR_flickr.*.gz``.
+``multi30k/test_YEAR_flickr.*.gz``, ``multi30k/val.*.gz``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import os
 import random
 import re
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -202,33 +204,51 @@ def glossary(translator, options, src, ref, seed, src_lang, tgt_lang) -> dict:
     }
 
 
-def ranks(values: list[float]) -> np.ndarray:
-    """Ranks from 1, ties given their mean rank."""
-    array = np.asarray(values, dtype=float)
-    order = array.argsort(kind="stable")
-    ranked = np.empty(len(array))
-    ranked[order] = np.arange(1, len(array) + 1)
-    for value, count in Counter(array.tolist()).items():
-        if count > 1:
-            ranked[array == value] = ranked[array == value].mean()
-    return ranked
+def confidence(translator, options, src, ref, fit) -> dict:
+    """Spearman's correlation between the model's own confidence and the sentence chrF, and
+    how far each value is from the chrF (0 to 1): the model's own and calibrated on the
+    validation set (``fit``; monotone, so its Spearman is the same)."""
+    from scipy.stats import spearmanr
 
-
-def spearman(a: list[float], b: list[float]) -> float:
-    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
-
-
-def confidence(translator, options, src, ref) -> dict:
-    from sacrebleu.metrics import CHRF
+    from aiayn.eval.calibrate import sentence_chrf
 
     found = [h[0] for h in translator.translate(src, options)]
-    chrf = CHRF()
-    scores = [chrf.sentence_score(h.text, [r]).score for h, r in zip(found, ref, strict=True)]
-    sure = [h.confidence for h in found]
+    chrf = np.asarray(sentence_chrf([h.text for h in found], ref))
+    raw = np.asarray([h.confidence for h in found])
+    calibrated = np.asarray([fit.calibration(c) for c in raw])
+    low = calibrated < 0.5
     return {
-        "Spearman(confidence, sentence chrF)": round(spearman(sure, scores), 3),
-        "mean confidence": round(float(np.mean(sure)), 3),
+        "Spearman(confidence, sentence chrF)": round(float(spearmanr(raw, chrf).statistic), 3),
+        "Spearman, calibrated": round(float(spearmanr(calibrated, chrf).statistic), 3),
+        "mean sentence chrF (0-1)": round(float(chrf.mean()), 3),
+        "mean confidence, own": round(float(raw.mean()), 3),
+        "mean confidence, calibrated": round(float(calibrated.mean()), 3),
+        "mean |confidence - chrF|, own": round(float(np.abs(raw - chrf).mean()), 3),
+        "mean |confidence - chrF|, calibrated": round(float(np.abs(calibrated - chrf).mean()), 3),
+        "lines calibrated below 0.5": int(low.sum()),
+        "their mean chrF": round(float(chrf[low].mean()), 3) if low.any() else None,
     }
+
+
+def calibration_fit(translator, options, args):
+    """The calibration fitted on the validation set (``val.*.gz``), printed."""
+    from aiayn.eval.calibrate import calibrate
+
+    src = read(data_dir() / f"val.{args.src}.gz", args.limit)
+    ref = read(data_dir() / f"val.{args.tgt}.gz", args.limit)
+    fit = calibrate(translator, src, ref, options, fitted_on="val")
+    row = {
+        "calibration on val": {
+            "lines": fit.calibration.lines,
+            "slope": round(fit.calibration.slope, 3),
+            "intercept": round(fit.calibration.intercept, 3),
+            "Spearman": round(fit.spearman, 3),
+            "mean |confidence - chrF|, own": round(fit.gap_raw, 3),
+            "mean |confidence - chrF|, calibrated": round(fit.gap_calibrated, 3),
+        }
+    }
+    print(json.dumps(row, ensure_ascii=False, indent=1), flush=True)
+    return fit
 
 
 def main() -> None:
@@ -251,7 +271,9 @@ def main() -> None:
     from aiayn.decode.translator import SearchOptions, Translator
 
     translator = Translator.from_dir(args.model)
+    translator.calibration = None  # the model's own confidence, calibrated here on val
     options = SearchOptions(beam=args.beam)
+    fit = calibration_fit(translator, options, args) if "confidence" in args.parts else None
     for year in args.sets:
         name = f"test_{year}_flickr"
         src = read(data_dir() / f"{name}.{args.src}.gz", args.limit)
@@ -262,7 +284,7 @@ def main() -> None:
             elif part == "glossary":
                 found = glossary(translator, options, src, ref, args.seed, args.src, args.tgt)
             else:
-                found = confidence(translator, options, src, ref)
+                found = confidence(translator, options, src, ref, fit)
             row = {"set": name, "beam": args.beam, part: found}
             print(json.dumps(row, ensure_ascii=False, indent=1), flush=True)
 

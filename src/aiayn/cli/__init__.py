@@ -15,11 +15,33 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from aiayn import __version__
-from aiayn.cli import data, generate, info, interop, pipeline, plot, serve, train, translate
+from aiayn.cli import (
+    calibrate,
+    data,
+    generate,
+    info,
+    interop,
+    pipeline,
+    plot,
+    serve,
+    train,
+    translate,
+)
 from aiayn.cli.common import Parser, one_line
 from aiayn.errors import AiaynError
 
-COMMAND_FAMILIES = (info, data, train, translate, pipeline, plot, generate, interop, serve)
+COMMAND_FAMILIES = (
+    info,
+    data,
+    train,
+    translate,
+    calibrate,
+    pipeline,
+    plot,
+    generate,
+    interop,
+    serve,
+)
 
 
 def build_parser() -> Parser:

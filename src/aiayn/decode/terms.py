@@ -11,6 +11,7 @@ over all of them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -172,6 +173,14 @@ def join(
             hyps.append(Translation(text, score, tokens, mean_confidence(chosen), sentences=parts))
         results.append(hyps)
     return results
+
+
+def calibrated(translation: Translation, calibration: Callable[[float], float]) -> Translation:
+    """``translation`` with its confidence and each sentence's mapped by ``calibration``."""
+    parts = tuple(Sentence(s.text, calibration(s.confidence)) for s in translation.sentences)
+    return dataclasses.replace(
+        translation, confidence=calibration(translation.confidence), sentences=parts
+    )
 
 
 def keep_confident(

@@ -12,6 +12,7 @@ import torch
 from aiayn.accel import Profile
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
+from aiayn.decode.calibration import Calibration, read_calibration
 from aiayn.decode.constrained import Constraints
 from aiayn.decode.inputs import (
     TranslationError,
@@ -24,6 +25,7 @@ from aiayn.decode.search import length_batches, pad, search
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.decode.terms import (
     Translation,
+    calibrated,
     constraints_of,
     glued_tokens,
     join,
@@ -54,6 +56,9 @@ class Translator:
     (``aiayn.decode.stepper_for``), for a model that is still training. ``length_ratio``:
     target pieces per source piece on the training data (``TokenizerInfo.length_ratio``),
     which the length guard multiplies (``SearchOptions.max_len_ratio``); None: unknown.
+    ``calibration``: what ``translate`` turns each confidence into (the model directory's
+    ``calibration.json``: an expected sentence chrF, ``aiayn.decode.calibration``); None:
+    the model's own confidence.
     """
 
     def __init__(
@@ -67,8 +72,10 @@ class Translator:
         preprocessing: tuple[Preprocessing, Preprocessing] = (NO_PREPROCESSING, NO_PREPROCESSING),
         packed: bool = True,
         length_ratio: float | None = None,
+        calibration: Calibration | None = None,
     ):
         self.model = model.eval()
+        self.calibration = calibration
         self.length_ratio = length_ratio
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
@@ -99,6 +106,7 @@ class Translator:
             languages=(info.src_lang, info.tgt_lang),
             preprocessing=(info.src_preprocessing, info.tgt_preprocessing),
             length_ratio=info.length_ratio,
+            calibration=read_calibration(directory),
         )
 
     def token_id(self, token: str) -> int:
@@ -174,7 +182,8 @@ class Translator:
         Empty lines give one empty translation. Sentences longer than ``max_src_len``
         subwords are truncated with a warning, or refused, by ``options.on_long``. A
         ``target_token`` (a multilingual model's ``>>fra<<``) goes before every non-empty
-        sentence.
+        sentence. Each confidence is calibrated when the translator has a calibration
+        (``options.min_confidence`` compares the calibrated value).
         """
         check_lines(lines)
         check_options(options)
@@ -185,7 +194,7 @@ class Translator:
                 [dataclasses.replace(h, text=h.text.upper()) for h in hyps] if loud else hyps
                 for hyps, loud in zip(found, shouted, strict=True)
             ]
-            return keep_confident(lines, found, options.min_confidence)
+            return keep_confident(lines, self._calibrated(found), options.min_confidence)
         html = options.format == "html"
         documents = html_documents(lines) if html else []
         units = [t for d in documents for t in d.texts] if html else list(lines)
@@ -208,7 +217,13 @@ class Translator:
         joined = join(paragraphs, found, options.nbest)
         if html:
             joined = render_documents(lines, documents, joined, options.nbest)
-        return keep_confident(lines, joined, options.min_confidence)
+        return keep_confident(lines, self._calibrated(joined), options.min_confidence)
+
+    def _calibrated(self, found: list[list[Translation]]) -> list[list[Translation]]:
+        """``found`` with every confidence, its sentences' too, calibrated."""
+        if self.calibration is None:
+            return found
+        return [[calibrated(h, self.calibration) for h in hyps] for hyps in found]
 
     def _translate_sentences(
         self,
