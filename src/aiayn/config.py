@@ -150,11 +150,23 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "big": dict(
         d_model=1024, n_heads=16, d_ff=4096, n_encoder_layers=6, n_decoder_layers=6, dropout=0.3
     ),
+    # Students (aiayn.pipeline.distill): the decoder runs once per output token and beam,
+    # the encoder once per sentence, so depth moves from the decoder to the encoder.
+    # Bergamot's "tiny" En-De student shape (browsermt/students: 6 encoder and 2 decoder
+    # layers, d_model 256, FFN 1536, 8 heads), with the paper's decoder layer.
+    "student_bergamot": dict(
+        d_model=256, n_heads=8, d_ff=1536, n_encoder_layers=6, n_decoder_layers=2, dropout=0.1
+    ),
+    # A student of "tiny" for small corpora (Multi30k): its width, one decoder layer.
+    "student_tiny": dict(
+        d_model=128, n_heads=4, d_ff=256, n_encoder_layers=6, n_decoder_layers=1, dropout=0.2
+    ),
 }
 
 
 def model_preset(name: str, **overrides: Any) -> ModelConfig:
-    """Build a ModelConfig from a named preset (``tiny``, ``base``, ``big``) and overrides."""
+    """Build a ModelConfig from a named preset (``tiny``, ``base``, ``big``, the students
+    ``student_bergamot`` and ``student_tiny``) and overrides."""
     try:
         fields = MODEL_PRESETS[name]
     except KeyError:
@@ -321,6 +333,37 @@ ExportTarget = Literal["ct2", "hf", "argos"]  # aiayn export TARGET
 
 
 @dataclass(frozen=True, kw_only=True)
+class DistillConfig:
+    """Sequence-level knowledge distillation (Kim & Rush, 2016): a teacher model translates a
+    corpus's source side with beam search, and a student trains on its translations
+    (``aiayn.pipeline.distill``). The translations are kept in shards, the unit of resuming;
+    the filters apply to the whole set at the end."""
+
+    teacher: str = ""  # a translation model directory ("": no distillation)
+    # the teacher's decoding: SearchOptions fields; text "raw": the corpus as the teacher's
+    # subword model reads it, its output as the subword model writes it (no preprocessing)
+    decode: SearchOptions = dataclasses.field(
+        default_factory=lambda: SearchOptions(text="raw", precision="auto", batch_tokens=2048)
+    )
+    workers: int = 2  # decoding processes, one thread each
+    shard_lines: int = 2000  # source lines per shard
+    max_ratio: float = 3.0  # drop pairs whose longer side has more than this many times the
+    # pieces of the shorter (EOS counted on both)
+    min_score: float = -2.0  # drop translations whose mean log-probability per piece (EOS
+    # included) is below this (-2.0: a geometric mean piece probability under 0.135)
+    dedupe: bool = True  # keep one copy of a repeated (source, translation) pair
+
+    def __post_init__(self) -> None:
+        check_ranges(self, at_least_1=("workers", "shard_lines", "max_ratio"))
+        if not self.min_score <= 0:
+            raise ValueError(
+                f"min_score must be at most 0 (a log-probability), got {self.min_score}"
+            )
+        if self.decode.nbest != 1:
+            raise ValueError("distillation keeps one translation per line: decode.nbest must be 1")
+
+
+@dataclass(frozen=True, kw_only=True)
 class PipelineConfig:
     """The end-to-end recipe around training: which corpus, how to average and decode."""
 
@@ -350,6 +393,10 @@ class PipelineConfig:
     # multi30k raw text: also BLEU as the literature scores it (hypotheses normalised,
     # Moses-tokenised and lowercased as the tok/ files were, against those, tokenize none)
     literature_bleu: bool = False
+    # [pipeline.distill] with a teacher: the training split's target side is the teacher's
+    # translations of its source side (aiayn.pipeline.distill); set prepare.vocab_from to the
+    # teacher to train the student on the teacher's tokenizer
+    distill: DistillConfig = dataclasses.field(default_factory=DistillConfig)
 
     def __post_init__(self) -> None:
         if self.literature_bleu and (self.dataset, self.text) != ("multi30k", "raw"):

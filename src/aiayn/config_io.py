@@ -292,10 +292,18 @@ def _decode_table(values: Any, where: str) -> Any:
 
 def _relative_to(values: dict[str, Any], base: str) -> dict[str, Any]:
     for table, key in (("run", "init_from"), ("prepare", "vocab_from")):
-        fields = values.get(table)
-        path = fields.get(key) if isinstance(fields, dict) else None
-        if isinstance(path, str) and path and not os.path.isabs(path):
-            values[table] = {**fields, key: os.path.join(base, path)}
+        values = _relative_key(values, table, key, base)
+    pipeline = values.get("pipeline")
+    if isinstance(pipeline, dict):  # [pipeline.distill] teacher
+        values["pipeline"] = _relative_key(pipeline, "distill", "teacher", base)
+    return values
+
+
+def _relative_key(values: dict[str, Any], table: str, key: str, base: str) -> dict[str, Any]:
+    fields = values.get(table)
+    path = fields.get(key) if isinstance(fields, dict) else None
+    if isinstance(path, str) and path and not os.path.isabs(path):
+        return {**values, table: {**fields, key: os.path.join(base, path)}}
     return values
 
 

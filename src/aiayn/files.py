@@ -167,8 +167,35 @@ def check_destination(
         raise DestinationError(f"{dest}: a {what} exists there (pass --overwrite to replace it)")
 
 
+def write_file(
+    dest: str | Path,
+    text: str,
+    *,
+    error: type[AiaynError] = DestinationError,
+    kept: str = "nothing was changed there",
+) -> None:
+    """Write ``text`` (UTF-8) to the file ``dest`` whole or not at all: into a temporary file
+    beside it, renamed over it once complete, so a killed writer leaves ``dest`` as it was.
+
+    Raises:
+        error: the disk refused the write (``disk_refusals_in_one_line``).
+    """
+    dest = Path(dest)
+    with disk_refusals_in_one_line(dest, error=error, kept=kept):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(dest)
+        tmp = dest.parent / f".{dest.name}.tmp-{os.getpid()}-{next(_counter)}"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
 def remove_stale_temporaries(dest: Path) -> list[Path]:
-    """Remove the temporary directories left beside ``dest`` by writers that are gone."""
+    """Remove the temporary directories (and files: ``write_file``) left beside ``dest`` by
+    writers that are gone."""
     removed = []
     if not dest.parent.is_dir():
         return removed
@@ -176,7 +203,10 @@ def remove_stale_temporaries(dest: Path) -> list[Path]:
         kind, _, rest = path.name[len(dest.name) + 2 :].partition("-")
         pid = rest.split("-")[0]
         if kind in ("tmp", "old") and pid.isdigit() and not _running(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
             removed.append(path)
     return removed
 

@@ -117,10 +117,13 @@ def test_int8_steps_are_the_paper_s_modules_in_fp32_within_tolerance(monkeypatch
         torch.testing.assert_close(a, b, atol=0.1, rtol=0.05)
 
 
-def test_int8_composes_with_the_token_step_the_cache_and_beam_search():
+@pytest.mark.parametrize(
+    "depths", [{}, {"n_encoder_layers": 3, "n_decoder_layers": 1}], ids=["even", "deep-shallow"]
+)
+def test_int8_composes_with_the_token_step_the_cache_and_beam_search(depths):
     """The token step and the general cached pass over the same int8 maps find the same
-    beams (each call quantises the same rows)."""
-    model = tiny_model()
+    beams (each call quantises the same rows), a student's uneven depths included."""
+    model = tiny_model(**depths)
     twin = quantized_for_decoding(model)
     src = random_tokens(4, 8, 37, seed=3)
     with torch.inference_mode():

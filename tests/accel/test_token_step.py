@@ -54,8 +54,13 @@ def _beam_like_rows(step: int, n: int, width: int, g: torch.Generator) -> torch.
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"norm_first": True}, {"activation": "swish", "positional": "learned"}],
-    ids=["post-norm", "pre-norm", "swish-learned"],
+    [
+        {},
+        {"norm_first": True},
+        {"activation": "swish", "positional": "learned"},
+        {"n_encoder_layers": 3, "n_decoder_layers": 1},  # a student's shape
+    ],
+    ids=["post-norm", "pre-norm", "swish-learned", "deep-shallow"],
 )
 @pytest.mark.parametrize("src_len", [5, MIN_SOFTMAX_SPAN + 4])
 @pytest.mark.parametrize("width", [1, WIDTH], ids=["greedy", "beams"])

@@ -75,6 +75,16 @@ def test_an_imported_marian_model_exports_too(tmp_path):
     _same_greedy(tmp_path / "aiayn", tmp_path / "ct2", sources)
 
 
+def test_a_deep_encoder_over_a_shallow_decoder_exports_too(tmp_path):
+    """A student's shape (``student_*`` presets): more encoder than decoder layers."""
+    from .models import SRC_TEXT, model_dir
+
+    directory = model_dir(tmp_path / "m", n_encoder_layers=3, n_decoder_layers=1)
+    export_ct2(directory, tmp_path / "ct2")
+    sources = Translator.from_dir(directory).src_tokenizer.encode(SRC_TEXT[:4])
+    _same_greedy(directory, tmp_path / "ct2", sources)
+
+
 def test_quantised_export_loads(trained, tmp_path):
     export_ct2(trained, tmp_path / "int8", quantization="int8")
     translator = ctranslate2.Translator(str(tmp_path / "int8"), compute_type="int8")

@@ -114,6 +114,7 @@ def test_the_tokenizer_and_texts_are_aiayns(exported, trained_model_dir, sources
         ("separate", {"bias": False, "tie_output": True}),
         ("separate", {"tie_output": False, "output_bias": True}),
         ("joint", {"share_embeddings": False, "bias": False}),
+        ("joint", {"n_encoder_layers": 3, "n_decoder_layers": 1}),  # a student's shape
     ],
 )
 def test_logits_equal_aiayns_for_every_exportable_architecture(tmp_path, tokenizer, model):

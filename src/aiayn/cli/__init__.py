@@ -18,6 +18,7 @@ from aiayn import __version__
 from aiayn.cli import (
     calibrate,
     data,
+    distill,
     generate,
     info,
     interop,
@@ -36,6 +37,7 @@ COMMAND_FAMILIES = (
     train,
     translate,
     calibrate,
+    distill,
     pipeline,
     plot,
     generate,

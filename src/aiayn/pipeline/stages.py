@@ -24,6 +24,7 @@ import torch
 
 from aiayn.config import PipelineConfig, PrepareConfig, Recipe
 from aiayn.data import prepare
+from aiayn.data.binarize import resolve_split_file
 from aiayn.data.corpus import read_lines
 from aiayn.data.multi30k import tok_path
 from aiayn.decode.process import DecoderSpec, TranslatorProcess
@@ -36,6 +37,7 @@ from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import ExportError
 from aiayn.interop.hf import check_marian, export_hf
 from aiayn.pipeline.corpus import DOMAINS, CorpusFiles, corpus_files, read_split
+from aiayn.pipeline.distill import check_teacher, distill
 from aiayn.pipeline.prepared import (
     changed_text,
     check_checkpoints_allow,
@@ -159,6 +161,20 @@ def fetch_corpus(job: Job) -> None:
     job.corpus = corpus_files(
         job.p, job.work, corpus_from=job.corpus_from, recipe_dir=job.recipe_dir, log=job.log
     )
+
+
+DISTILLED = "distilled"  # under the work directory
+
+
+def distill_corpus(job: Job) -> None:
+    """Replaces the training split's target side by the teacher's translations of its source
+    side (``aiayn.pipeline.distill``: shards an earlier run finished are reused; another
+    teacher or other settings start again)."""
+    p, corpus = job.p, need(job.corpus, "corpus")
+    teacher = check_teacher(p.distill.teacher, (p.src_lang, p.tgt_lang))
+    source = resolve_split_file(corpus.train, p.src_lang)
+    done = distill(teacher, source, job.work / DISTILLED, p.distill, restart=True, log=job.log)
+    job.corpus = dataclasses.replace(corpus, train=str(done.prefix))
 
 
 def prepare_config(job: Job) -> PrepareConfig:
@@ -419,6 +435,7 @@ def literature_score(job: Job) -> None:
 STAGES: tuple[Stage, ...] = (
     Stage("check exports", "", check_exports, when=_exports),
     Stage("corpus", "multi30k/ or wmt14/ (named corpora)", fetch_corpus),
+    Stage("distill", f"{DISTILLED}/", distill_corpus, when=lambda job: bool(job.p.distill.teacher)),
     Stage("prepare", "data/", prepare_data, done=prepared),
     Stage("train", "run/", train),
     Stage("average", "model/", average, done=averaged),
