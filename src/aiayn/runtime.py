@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from dataclasses import dataclass
 
 import psutil
@@ -17,17 +18,39 @@ from aiayn.errors import AiaynError
 IDLE_SAMPLE_S = 0.5  # how long idle_cores watches the machine
 
 
-def idle_cores() -> int:
+@dataclass(frozen=True)
+class CpuSample:
+    """CPU seconds counted up to one moment: the whole machine's busy time and this
+    process's own (all its threads)."""
+
+    wall: float
+    machine_busy: float
+    own: float
+
+
+def cpu_sample() -> CpuSample:
+    machine = psutil.cpu_times()
+    own = psutil.Process().cpu_times()
+    busy = sum(machine) - machine.idle - getattr(machine, "iowait", 0.0)
+    return CpuSample(time.monotonic(), busy, own.user + own.system)
+
+
+def idle_cores(since: CpuSample | None = None) -> int:
     """The CPU cores this process may use that other processes leave idle now: the cores it
-    may run on less those the whole machine kept busy over the last ``IDLE_SAMPLE_S``
-    seconds (at least 1). On a busy machine more threads than idle cores make each update
-    wait for the slowest (PyTorch's threads spin and wait for each other); training's
-    ``run.threads = 0`` uses this many. Sampled now rather than read from the load average,
-    which still counts work that just ended (a pipeline's own data preparation) for a
-    minute after it ended."""
+    may run on less those other processes kept busy since ``since`` (a :func:`cpu_sample`
+    taken before this process's own set-up, which is not counted), over at least
+    ``IDLE_SAMPLE_S`` seconds; at least 1. On a busy machine more threads than idle cores make
+    each update wait for the slowest (PyTorch's threads spin and wait for each other);
+    training's ``run.threads = 0`` and ``aiayn translate --threads 0`` use this many. Sampled
+    now rather than read from the load average, which still counts work that just ended (a
+    pipeline's own data preparation) for a minute after it ended."""
+    start = since or cpu_sample()
+    time.sleep(max(0.0, IDLE_SAMPLE_S - (time.monotonic() - start.wall)))
+    end = cpu_sample()
+    others = (end.machine_busy - start.machine_busy) - (end.own - start.own)
+    busy = max(0.0, others) / (end.wall - start.wall)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     machine = psutil.cpu_count() or 1
-    busy = psutil.cpu_percent(interval=IDLE_SAMPLE_S) / 100 * machine
     return max(1, min(cores or 1, round(machine - busy)))
 
 

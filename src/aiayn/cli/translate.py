@@ -87,7 +87,7 @@ def add_parsers(sub) -> None:
         "--threads",
         type=integer(minimum=0, maximum=MAX_THREADS),
         default=0,
-        help="CPU threads (0: PyTorch's choice)",
+        help="CPU threads (0: the cores other processes leave idle when it starts)",
     )
     t.add_argument(
         "--profile",
@@ -163,18 +163,18 @@ def run_translate(args: argparse.Namespace) -> int:
     from aiayn.data import read_lines
     from aiayn.data.corpus import decode_lines
     from aiayn.decode.translator import Translator
-    from aiayn.runtime import select_device
+    from aiayn.runtime import cpu_sample, idle_cores, select_device
 
+    before_loading = cpu_sample()
     # options that do not fit together, and the glossary, before any work
     options = search_options(args, format="html" if args.format == "html" else "text")
     _check_writable(args.output)
     device = select_device(args.device)
     references = list(read_lines(args.ref)) if args.ref else None
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
     translator = _translator(
         args, lambda m: Translator.from_dir(m, device=str(device), profile=args.profile)
     )
+    torch.set_num_threads(args.threads or idle_cores(since=before_loading))
     options = replace(options, precision=search_precision(args.precision, device))
     translator.check(options)
     document = _document_format(args.format, args.input)
