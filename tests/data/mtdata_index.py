@@ -29,6 +29,9 @@ def entries(base: str, offline: str) -> list[Entry]:
             in_ext="txt",
         ),
         Entry(did("Test-reversed-1-kor-eng"), url=f"{base}/ko-en.tsv.gz"),
+        Entry(did("Test-flores200_devtest-1-eng-kor"), url=f"{base}/devtest.tsv"),
+        Entry(did("Test-tedtalks_test-1-eng-kor"), url=f"{base}/test.tsv"),
+        Entry(did("Test-development_funds-1-eng-kor"), url=f"{base}/funds.tsv"),
         Entry(did("Test-missing-1-eng-kor"), url=f"{base}/missing.txt.gz"),
         Entry(
             did("Test-damaged-1-eng-kor"),

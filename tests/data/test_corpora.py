@@ -121,12 +121,14 @@ def test_a_pairs_corpora_are_listed_with_their_licences(mtdata_home, tmp_path):
         ["OPUS-tatoeba-v1-eng-kor", "CC BY 2.0 FR"],
         ["Tatoeba-challenge-v20230926-eng-kor", "CC BY-NC-SA 4.0"],
         ["Test-damaged-1-eng-kor", "unknown"],
+        ["Test-development_funds-1-eng-kor", "unknown"],
         ["Test-missing-1-eng-kor", "unknown"],
         ["Test-offline-1-eng-kor", "unknown"],
         ["Test-reversed-1-kor-eng", "unknown"],
-    ]  # by id; the eng-por corpus is not of the pair
-    assert "6 corpora for en-ko (mtdata's index and the Tatoeba Challenge)" in done.stderr
-    assert "licence unknown for 4" in done.stderr
+    ]  # by id; the eng-por corpus is not of the pair, the dev and test sets not corpora
+    assert "7 corpora for en-ko (mtdata's index and the Tatoeba Challenge)" in done.stderr
+    assert "licence unknown for 5" in done.stderr
+    assert "2 development and test sets not listed" in done.stderr
 
 
 def test_corpora_are_fetched_into_the_layout_a_recipe_reads(mtdata_home, tmp_path):
@@ -213,20 +215,26 @@ BAD = [
 ]
 
 
-def test_bad_input_is_one_line_exit_2_and_nothing_written(mtdata_home, tmp_path):
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "notes.txt").write_text("mine\n")
-    argvs = [a if "--dest" in a or "--get" not in a else [*a, "--dest", "out"] for a, _ in BAD]
+def _main_calls(home: Path, cwd: Path, argvs: list[list[str]]) -> list[tuple[int, str]]:
+    """``aiayn data corpora ARGV`` for each of ``argvs``, in one process: (status, stderr)."""
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, json.dumps(argvs)],
-        cwd=tmp_path,
-        env=_env(mtdata_home),
+        cwd=cwd,
+        env=_env(home),
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    for (argv, expected), (rc, err) in zip(BAD, json.loads(done.stdout), strict=True):
+    return [(rc, err) for rc, err in json.loads(done.stdout)]
+
+
+def test_bad_input_is_one_line_exit_2_and_nothing_written(mtdata_home, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine\n")
+    argvs = [a if "--dest" in a or "--get" not in a else [*a, "--dest", "out"] for a, _ in BAD]
+    results = _main_calls(mtdata_home, tmp_path, argvs)
+    for (argv, expected), (rc, err) in zip(BAD, results, strict=True):
         errors = [line for line in err.splitlines() if "error" in line]
         assert rc == 2 and len(errors) == 1, (argv, err)
         assert errors[0].startswith("aiayn data: error: ") and expected in errors[0], (argv, err)
@@ -236,12 +244,13 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(mtdata_home, tmp_path)
 
 def test_a_corpus_fetched_before_is_replaced_only_with_overwrite(mtdata_home, tmp_path):
     get = ["--pair", "en-ko", "--get", "Test-reversed-1-kor-eng", "--dest", "corpus"]
-    assert _aiayn(mtdata_home, tmp_path, *get, "--valid", "0").returncode == 0
-    assert not (tmp_path / "corpus" / "valid.en.gz").exists()
-    again = _aiayn(mtdata_home, tmp_path, *get, "--valid", "3")
-    assert again.returncode == 2 and "pass --overwrite" in again.stderr
-    assert _aiayn(mtdata_home, tmp_path, *get, "--valid", "3", "--overwrite").returncode == 0
-    assert len(_lines(tmp_path / "corpus" / "valid.en.gz")) == 3
+    first, again, replaced = _main_calls(
+        mtdata_home,
+        tmp_path,
+        [[*get, "--valid", "0"], [*get, "--valid", "3"], [*get, "--valid", "3", "--overwrite"]],
+    )
+    assert first[0] == 0 and again[0] == 2 and "pass --overwrite" in again[1]
+    assert replaced[0] == 0 and len(_lines(tmp_path / "corpus" / "valid.en.gz")) == 3
 
 
 def test_the_tatoeba_challenges_training_set_is_fetched_from_its_archive(mtdata_home, tmp_path):

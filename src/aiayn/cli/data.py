@@ -257,15 +257,19 @@ def _corpora(args: argparse.Namespace) -> int:
 
 
 def _list(found, src: str, tgt: str) -> int:
-    width = max(len(item.id) for item in found)
-    for item in found:
+    """Print the training corpora of ``found``, id and licence; say what was left out."""
+    corpora = [item for item in found if not item.evaluation]
+    width = max(len(item.id) for item in corpora)
+    for item in corpora:
         print(f"{item.id:<{width}}  {item.licence}")
-    unknown = sum(item.licence == "unknown" for item in found)
+    unknown = sum(item.licence == "unknown" for item in corpora)
     log(
-        f"{len(found)} corpora for {src}-{tgt} (mtdata's index and the Tatoeba Challenge); "
+        f"{len(corpora)} corpora for {src}-{tgt} (mtdata's index and the Tatoeba Challenge); "
         f"licence unknown for {unknown} (mtdata records none: read the corpus's own page, "
-        "e.g. https://opus.nlpl.eu/NAME). "
-        f"Fetch: aiayn data corpora --pair {src}-{tgt} --get ID [ID ...] --dest DIR"
+        f"e.g. https://opus.nlpl.eu/NAME); {len(found) - len(corpora)} development and test "
+        "sets not listed (FLORES, NTREX, newstest, ...: `aiayn data flores200|ntrex|tatoeba` "
+        f"fetches the ones aiayn scores on). Fetch: aiayn data corpora --pair {src}-{tgt} "
+        "--get ID [ID ...] --dest DIR"
     )
     return 0
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import io
 import random
+import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -64,6 +65,12 @@ CHALLENGE_SERVER = "https://object.pouta.csc.fi"  # its archives: /Tatoeba-Chall
 CHALLENGE_LICENCE = "CC BY-NC-SA 4.0"  # the release's README.md
 
 
+# Development and test sets in mtdata's index, by name: trained on, they score nothing
+EVALUATION = re.compile(
+    r"newstest|generaltest|flores|ntrex|wmt24pp|wmt_news|(^|_)(dev|devtest|test)(_|$)"
+)
+
+
 @dataclass(frozen=True)
 class Listing:
     """One corpus mtdata's index holds for a pair."""
@@ -71,6 +78,7 @@ class Listing:
     id: str  # mtdata's dataset id, e.g. OPUS-tatoeba-v20230412-eng-kor
     licence: str  # UNKNOWN where neither mtdata nor LICENCES says
     url: str
+    evaluation: bool  # a development or test set (EVALUATION), not a training corpus
 
 
 def load_index() -> Index:
@@ -111,7 +119,10 @@ def list_corpora(
             f"({bcp47(src)}-{bcp47(tgt)}); check the language codes"
         )
     found = sorted([challenge_entry(src, tgt, server=server), *found], key=lambda e: str(e.did))
-    return [Listing(str(e.did), licence(e), _address(e)) for e in found]
+    return [
+        Listing(str(e.did), licence(e), _address(e), bool(EVALUATION.search(e.did.name)))
+        for e in found
+    ]
 
 
 def licence(entry: Entry) -> str:
