@@ -251,3 +251,40 @@ def test_a_student_trains_on_the_teachers_translations(trained_model_dir, tmp_pa
     assert data.manifest["splits"]["train"]["pairs"] == len(distilled)
     student = read_model_config(tmp_path / "work" / "run" / "best")
     assert (student.n_encoder_layers, student.n_decoder_layers) == (2, 1)
+
+
+def test_the_multi30k_student_recipe_distils_the_main_model():
+    from aiayn.config_io import load_toml
+
+    recipe_file = Path(__file__).parents[1] / "configs" / "multi30k_en_de_student.toml"
+    recipe = recipe_from_dict(
+        load_toml(str(recipe_file)), where="recipe", recipe_dir=str(recipe_file.parent)
+    )
+    teacher = (recipe_file.parent / "../runs/multi30k_en_de_tiny_raw/model").resolve()
+    assert Path(recipe.pipeline.distill.teacher).resolve() == teacher
+    assert Path(recipe.prepare["vocab_from"]).resolve() == teacher  # the teacher's tokenizer
+    assert (recipe.pipeline.src_lang, recipe.pipeline.tgt_lang) == ("en", "de")
+    model, tiny = recipe.train.model, model_preset("tiny")
+    assert (model.n_encoder_layers, model.n_decoder_layers, model.d_model) == (6, 1, tiny.d_model)
+    assert recipe.pipeline.distill.decode.beam == 5 and recipe.pipeline.distill.decode.text == "raw"
+
+
+def test_the_pipeline_refuses_a_teacher_of_another_pair_in_one_line(trained_model_dir, tmp_path):
+    from aiayn.pipeline.distill import DistillError
+
+    write_lines(tmp_path / "corpus.en", ["a b"])
+    write_lines(tmp_path / "corpus.de", ["b a"])
+    recipe = recipe_from_dict(
+        {
+            "pipeline": {
+                "dataset": "files",
+                "train": "corpus",
+                "valid": "corpus",
+                "distill": {"teacher": str(trained_model_dir)},
+            }
+        },
+        recipe_dir=str(tmp_path),
+    )
+    stages = tuple(s for s in STAGES if s.name in ("corpus", "distill", "train"))
+    with pytest.raises(DistillError, match="translates src-tgt, not the en-de asked for"):
+        run_pipeline(recipe, tmp_path / "work", stages=stages, recipe_dir=tmp_path)
