@@ -14,10 +14,9 @@
 # The walkthrough of [the paper in aiayn's code](paper.md), as code to run: §3.1–3.5, §5
 # and §6 of "Attention Is All You Need" through aiayn's own modules, with the tensor shapes
 # at each step checked as they are printed. It trains a small model on the copy task and
-# draws its attention. It runs on a CPU in about a minute:
-#
-#     pip install -e ".[dev]"
-#     jupytext --to notebook docs/tutorial/walkthrough.py   # or run it as a script
+# draws all three of its attentions; its exercises break one piece of the paper at a time and
+# check what happens. It runs on two CPU cores in about two minutes, as a script or in Jupyter
+# (`docs/tutorial/tutorial.ipynb` is this file as a notebook).
 #
 # The pictures go to `$AIAYN_FIGURES` (default `figures/`); the documentation's build runs
 # this notebook to draw the tutorial's pictures.
@@ -26,22 +25,30 @@
 # vocabulary.
 
 # %%
+import dataclasses
+import math
 import os
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from aiayn import ModelConfig, build_model, masks
+from aiayn.accel import REFERENCE
 from aiayn.config import BOS_ID, EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_decode, stepper_for
 from aiayn.modules.attention import merge_heads, scaled_dot_product_attention, split_heads
 from aiayn.train import label_smoothed_nll, noam_lr
 from aiayn.viz import (
+    architecture_figure,
     attention_figure,
     attention_plot_data,
     masks_figure,
     positional_figure,
     save_figure,
+    schedule_figure,
+    smoothed_target,
+    smoothing_figure,
 )
 
 FIGURES = Path(os.environ.get("AIAYN_FIGURES", "figures"))
@@ -70,6 +77,7 @@ cfg = ModelConfig(
 model = build_model(cfg, profile="reference")
 D, H = cfg.d_model, cfg.n_heads
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
+save_figure(architecture_figure(model), FIGURES / "figure1.png")  # Figure 1, from the modules
 
 # Two source sentences, the second padded; the targets start with <s>.
 src = torch.tensor([[5, 6, 7, 8, 9, EOS_ID], [5, 6, 7, EOS_ID, PAD_ID, PAD_ID]])  # (B, S)
@@ -152,6 +160,26 @@ assert torch.allclose(cached[real], logits[real], atol=1e-5)
 print("cached decoding == whole-target decoding at every real position")
 
 # %% [markdown]
+# ## §5.3 The learning rate, §5.4 label smoothing
+#
+# The paper's schedule rises linearly for `warmup_steps` updates, then falls with the inverse
+# square root of the step; fairseq's `inverse_sqrt` has the same shape with an explicit peak.
+# Label smoothing trains the softmax towards 1 − ε_ls + ε_ls / V on the reference and
+# ε_ls / V on every other token, read here from the loss's own gradient.
+
+# %%
+save_figure(schedule_figure(), FIGURES / "schedules.png")
+peak = noam_lr(4000, d_model=512, warmup_steps=4000)
+assert math.isclose(peak, 512**-0.5 * 4000**-0.5)  # the top: step = warmup_steps
+rising, falling = (noam_lr(s, d_model=512, warmup_steps=4000) for s in (2000, 8000))
+assert rising < peak and falling < peak
+target = smoothed_target(VOCAB, 5, 0.1)  # (V,)
+assert math.isclose(target[5].item(), 0.9 + 0.1 / VOCAB, rel_tol=1e-5)
+assert math.isclose(target[0].item(), 0.1 / VOCAB, rel_tol=1e-4)
+save_figure(smoothing_figure(vocab_size=VOCAB, target=5, epsilon=0.1), FIGURES / "smoothing.png")
+print(f"peak lr {peak:.6f}; smoothed target {target[5]:.4f} on the reference, {target[0]:.4f} else")
+
+# %% [markdown]
 # ## §5 Training: the copy task
 #
 # The Annotated Transformer's first exercise: copy a random sequence. Adam with the paper's
@@ -171,27 +199,51 @@ def copy_batch(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 STEPS, WARMUP = 300, 100
-optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-schedule = torch.optim.lr_scheduler.LambdaLR(
-    optimizer, lambda i: noam_lr(i + 1, d_model=D, warmup_steps=WARMUP, scale=0.2)
-)
-g = torch.Generator().manual_seed(1)
-model.train()
-for step in range(1, STEPS + 1):
-    seq, tgt_in, tgt_out = copy_batch(64, g)
-    memory = model.encode(seq)
-    hidden = model.decode(tgt_in, model.source_mask(seq), memory=memory).hidden  # (B, T, D)
-    loss, nll = label_smoothed_nll(
-        hidden.flatten(0, 1), model.output, tgt_out.flatten(), epsilon=0.1
+
+
+# --8<-- [start:train_copy]
+def train_copy(model: nn.Module, *, causal: bool = True, steps: int = STEPS) -> float:
+    """Train ``model`` on copies; its last batch's NLL per token. ``causal=False`` trains
+    the decoder without the causal mask (an exercise below)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: noam_lr(i + 1, d_model=D, warmup_steps=WARMUP, scale=0.2)
     )
-    optimizer.zero_grad()
-    (loss / tgt_out.numel()).backward()
-    optimizer.step()
-    schedule.step()
-    if step % 100 == 0:
-        rate, per_token = schedule.get_last_lr()[0], nll.item() / tgt_out.numel()
-        print(f"step {step}  lr {rate:.5f}  nll per token {per_token:.4f}")
-model.eval()
+    g = torch.Generator().manual_seed(1)
+    model.train()
+    for step in range(1, steps + 1):
+        seq, tgt_in, tgt_out = copy_batch(64, g)
+        if causal:
+            tgt_mask = masks.decoder_self_mask(tgt_in, PAD_ID)  # (B, 1, T, T)
+        else:
+            tgt_mask = masks.padding_mask(tgt_in, PAD_ID)  # (B, 1, 1, T): sees the future
+        memory = model.encode(seq)  # (B, S, D)
+        hidden = model.decode(
+            tgt_in, model.source_mask(seq), memory=memory, tgt_mask=tgt_mask
+        ).hidden  # (B, T, D): teacher forcing, every position at once
+        loss, nll = label_smoothed_nll(
+            hidden.flatten(0, 1), model.output, tgt_out.flatten(), epsilon=0.1
+        )
+        optimizer.zero_grad()
+        (loss / tgt_out.numel()).backward()
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0:
+            rate, per_token = schedule.get_last_lr()[0], nll.item() / tgt_out.numel()
+            print(f"step {step}  lr {rate:.5f}  nll per token {per_token:.4f}")
+    model.eval()
+    return nll.item() / tgt_out.numel()
+
+
+# --8<-- [end:train_copy]
+def copy_accuracy(model: nn.Module) -> float:
+    """Greedy decoding's exact-copy accuracy on 200 sequences it never saw."""
+    seq, _, tgt_out = copy_batch(200, torch.Generator().manual_seed(2))
+    copies = greedy_decode(model, seq, max_len=LENGTH + 1)  # (200, LENGTH + 1)
+    return (copies == tgt_out).all(dim=1).float().mean().item()
+
+
+trained_nll = train_copy(model)
 
 # %% [markdown]
 # ## §6 Decoding: greedy and beam search
@@ -201,8 +253,7 @@ model.eval()
 
 # %%
 seq, _, tgt_out = copy_batch(200, torch.Generator().manual_seed(2))
-greedy = greedy_decode(model, seq, max_len=LENGTH + 1)
-accuracy = (greedy == tgt_out).all(dim=1).float().mean().item()
+accuracy = copy_accuracy(model)
 print(f"greedy exact-copy accuracy on 200 new sequences: {accuracy:.1%}")
 assert accuracy > 0.9
 best = beam_search(stepper_for(model), seq[:4], beam=4, alpha=0.6)
@@ -212,12 +263,109 @@ for row, hypotheses in enumerate(best):
 # %% [markdown]
 # ## What the trained model attends to
 #
-# Each output position of the copy looks at the source position it copies: the
-# encoder–decoder attention of each layer and head.
+# All three attentions of the trained model, every layer and head, for one new sequence:
+# the encoder's self-attention, the decoder's masked self-attention (grey cells are hidden
+# by the causal mask) and the encoder–decoder attention, where each output position looks
+# at the source position it copies.
 
 # %%
 example = seq[0].tolist()
 pieces = [str(i) for i in example]
 data = attention_plot_data(model, example, example, src_pieces=pieces, tgt_pieces=pieces)
-save_figure(attention_figure(data, "cross"), FIGURES / "copy_attention.png")
+L, S1, T1 = cfg.n_encoder_layers, LENGTH + 1, LENGTH + 1  # with </s> and <s>
+assert data.encoder.shape == (L, H, S1, S1) and data.decoder.shape == (L, H, T1, T1)
+assert data.cross.shape == (L, H, T1, S1)
+assert (data.decoder[:, :, 0, 1:] == 0).all()  # the first position sees only itself
+for kind in ("encoder", "decoder", "cross"):
+    save_figure(attention_figure(data, kind), FIGURES / f"{kind}_attention.png")
+# the copy: in the last layer, some head puts most of output i's weight on source i
+diagonal = data.cross[-1][:, range(LENGTH), range(LENGTH)].mean(axis=1)  # (H,)
+print("last layer's mean weight on the copied position, per head:", diagonal.round(2))
+assert diagonal.max() > 0.5
+
+# %% [markdown]
+# ## Exercises
+#
+# Each exercise takes one piece of the paper away. Guess what happens before you run the
+# cell; each cell checks its answer with `assert`.
+#
+# ### 1. Train without the causal mask
+#
+# Give the decoder's self-attention the padding mask alone, so that during training each
+# position can see the tokens after it.
+
+# %%
+# --8<-- [start:exercise_causal]
+torch.manual_seed(0)
+peeking = build_model(cfg, profile="reference")
+peeking_nll = train_copy(peeking, causal=False)
+peeking_accuracy = copy_accuracy(peeking)
+print(
+    f"training NLL {peeking_nll:.3f} (with the mask: {trained_nll:.3f}); "
+    f"greedy accuracy {peeking_accuracy:.1%} (with the mask: {accuracy:.1%})"
+)
+# --8<-- [end:exercise_causal]
+assert peeking_nll < 1.5 * trained_nll  # it learns its training batches as well ...
+assert peeking_accuracy < 0.3  # ... and fails to copy when it must produce the tokens itself
+
+# %% [markdown]
+# ### 2. Train without positional encodings
+#
+# Replace both sinusoid tables by zeros: attention alone does not see order.
+
+
+# %%
+# --8<-- [start:exercise_positions]
+class NoPositions(nn.Module):
+    def forward(self, length: int, offset: int = 0) -> torch.Tensor:
+        return torch.zeros(length, D)  # (T, D)
+
+
+torch.manual_seed(0)
+orderless = build_model(cfg, profile="reference")
+orderless.src_embed.positions = NoPositions()
+orderless.tgt_embed.positions = NoPositions()
+orderless_nll = train_copy(orderless)
+orderless_accuracy = copy_accuracy(orderless)
+print(f"training NLL {orderless_nll:.3f}; greedy accuracy {orderless_accuracy:.1%}")
+# --8<-- [end:exercise_positions]
+assert orderless_nll > 5 * trained_nll and orderless_accuracy < 0.1
+
+# %% [markdown]
+# ### 3. Attention without the 1/√d_k scale
+#
+# Scores of queries and keys whose components have mean 0 and variance 1 have variance d_k
+# (§3.2.1, footnote 4): without the scale, large d_k pushes the softmax to put almost all
+# weight on one key, where its gradients are tiny.
+
+
+# %%
+# --8<-- [start:exercise_scale]
+def unscaled(q, k, v, **options):
+    """scaled_dot_product_attention without dividing the scores by √d_k."""
+    return scaled_dot_product_attention(q * math.sqrt(q.size(-1)), k, v, **options)
+
+
+g = torch.Generator().manual_seed(3)
+largest = {}  # d_k -> mean largest weight per query, (scaled, unscaled)
+for d_k in (16, 64, 512):
+    q, k, v = (torch.randn(1, 1, 10, d_k, generator=g) for _ in range(3))  # (B, H, T, Dh)
+    _, scaled_w = scaled_dot_product_attention(q, k, v, need_weights=True)
+    _, unscaled_w = unscaled(q, k, v, need_weights=True)
+    largest[d_k] = (scaled_w.amax(-1).mean().item(), unscaled_w.amax(-1).mean().item())
+    print(
+        f"d_k {d_k:3d}: largest weight per query {largest[d_k][0]:.2f} scaled, "
+        f"{largest[d_k][1]:.2f} unscaled"
+    )
+torch.manual_seed(0)
+no_scale = build_model(cfg, profile=dataclasses.replace(REFERENCE, attention=unscaled))
+train_copy(no_scale)
+no_scale_accuracy = copy_accuracy(no_scale)
+print(f"copy accuracy without the scale, d_k = {D // H}: {no_scale_accuracy:.1%}")
+# --8<-- [end:exercise_scale]
+assert all(scaled < 0.5 for scaled, _ in largest.values())  # spread over several keys
+assert largest[512][1] > 0.8 and largest[512][1] > largest[64][1] > largest[16][1]
+assert no_scale_accuracy > 0.9  # at d_k = 16 the copy is still learned
+
+# %%
 print("figures in", FIGURES)

@@ -33,6 +33,7 @@ def _hook_module(name: str):
 
 
 reference = _hook_module("reference")
+build = _hook_module("build")
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +67,21 @@ def test_the_tutorial_holds_the_real_source_and_the_notebooks_pictures(site):
     assert "def scaled_dot_product_attention" in source
     assert "scaled_dot_product_attention" in page and "--8&lt;--" not in page
     assert "masked_fill" in page  # a line of the included function body
-    for name in ("masks.png", "positional.png", "copy_attention.png"):
+    for name in build.FIGURES:
         picture = site / "tutorial" / "figures" / name
         assert picture.stat().st_size > 10_000, name
-    assert (site / "tutorial" / "walkthrough.py").is_file()  # the notebook, to download
+        assert f'src="../figures/{name}"' in page, name
+    text = re.sub(r"<[^>]+>", "", page)  # the code without its highlighting
+    assert "def beam_search(" in text and "def greedy_search(" in text  # the searches
+    assert "def train_copy(" in text and "peeking = build_model(" in text  # the notebook's cells
+    assert (site / "tutorial" / "walkthrough.py").is_file()  # the notebook's source
+    assert (site / "tutorial" / "tutorial.ipynb").is_file()  # the notebook, to download
+
+
+def test_the_notebook_ran_top_to_bottom_within_three_minutes(site):
+    """The build ran the notebook (its shapes and copy accuracy asserted in its cells)."""
+    (timing,) = (site.parent / "cache").glob("figures-*/notebook-seconds.txt")
+    assert float(timing.read_text()) < 180
 
 
 @pytest.mark.parametrize("language", languages())

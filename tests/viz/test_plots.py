@@ -57,7 +57,8 @@ def test_attention_figure_renders(plot_data, kind, tmp_path):
 
 def test_layer_and_head_selection(plot_data, tmp_path):
     figure = attention_figure(plot_data, "cross", layers=[1], heads=[0, 2])
-    assert len(figure.axes) == 2
+    heatmaps = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title() for ax in heatmaps] == ["layer 2, head 1", "layer 2, head 3"]
     save_figure(figure, tmp_path / "a.svg")
     assert (tmp_path / "a.svg").read_text().lstrip().startswith("<?xml")
     with pytest.raises(ValueError, match="out of range"):

@@ -47,6 +47,7 @@ def length_penalty(length: Tensor | int, alpha: float | None) -> Tensor:
 # --8<-- [end:length_penalty]
 
 
+# --8<-- [start:beam_search]
 @torch.inference_mode()
 def beam_search(
     decoder: StepDecoder,
@@ -122,6 +123,9 @@ def beam_search(
         tokens = torch.cat([tokens.index_select(0, rows), new_tokens.view(-1, 1)], dim=1)
         state = decoder.reorder(state, rows, sentences=kept)
     return pool.results(nbest)
+
+
+# --8<-- [end:beam_search]
 
 
 def _sentence_limits(

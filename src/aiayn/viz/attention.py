@@ -114,15 +114,17 @@ def attention_figure(
         len(layers),
         len(heads),
         squeeze=False,
-        figsize=(cell * len(heads) + 1.0, cell * len(layers) + 0.8),
+        figsize=(cell * len(heads) + 1.4, cell * len(layers) + 1.0),
+        layout="constrained",
     )
+    colours = plt.get_cmap("viridis").with_extremes(bad="#d9d9d9")
     fontsize = 8 if max(len(queries), len(keys)) <= 25 else 6
     for row, layer in enumerate(layers):
         for col, head in enumerate(heads):
             ax = grid[row][col]
-            ax.imshow(
-                weights[layer, head],
-                cmap="viridis",
+            image = ax.imshow(
+                _masked(weights[layer, head], kind),
+                cmap=colours,
                 vmin=0.0,
                 vmax=1.0,
                 interpolation="nearest",
@@ -135,9 +137,19 @@ def attention_figure(
             ax.set_xticklabels(keys if bottom else [], rotation=90, fontsize=fontsize)
             ax.set_yticklabels(queries if left else [], fontsize=fontsize)
             ax.tick_params(length=0)
-    fig.suptitle(TITLES[kind], fontsize=12)
-    fig.tight_layout()
+    fig.supxlabel("key: what is attended to", fontsize=9)
+    fig.supylabel("query: what attends", fontsize=9)
+    fig.colorbar(image, ax=grid, shrink=0.6, label="attention weight")
+    note = "  (grey: masked, the causal mask)" if kind == "decoder" else ""
+    fig.suptitle(TITLES[kind] + note, fontsize=12)
     return fig
+
+
+def _masked(weights: np.ndarray, kind: Kind) -> np.ndarray:
+    """(Tq, Tk) weights with the cells the causal mask hides as NaN (drawn grey)."""
+    if kind != "decoder":
+        return weights
+    return np.where(np.triu(np.ones(weights.shape, dtype=bool), k=1), np.nan, weights)
 
 
 def _check_indices(chosen: Sequence[int], count: int, what: str) -> None:
