@@ -199,6 +199,7 @@ def copy_batch(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 STEPS, WARMUP = 300, 100
+EXERCISE_STEPS = 200  # enough for each exercise to show its outcome
 
 
 # --8<-- [start:train_copy]
@@ -298,7 +299,7 @@ assert diagonal.max() > 0.5
 # --8<-- [start:exercise_causal]
 torch.manual_seed(0)
 peeking = build_model(cfg, profile="reference")
-peeking_nll = train_copy(peeking, causal=False)
+peeking_nll = train_copy(peeking, causal=False, steps=EXERCISE_STEPS)
 peeking_accuracy = copy_accuracy(peeking)
 print(
     f"training NLL {peeking_nll:.3f} (with the mask: {trained_nll:.3f}); "
@@ -325,7 +326,7 @@ torch.manual_seed(0)
 orderless = build_model(cfg, profile="reference")
 orderless.src_embed.positions = NoPositions()
 orderless.tgt_embed.positions = NoPositions()
-orderless_nll = train_copy(orderless)
+orderless_nll = train_copy(orderless, steps=EXERCISE_STEPS)
 orderless_accuracy = copy_accuracy(orderless)
 print(f"training NLL {orderless_nll:.3f}; greedy accuracy {orderless_accuracy:.1%}")
 # --8<-- [end:exercise_positions]
@@ -359,7 +360,7 @@ for d_k in (16, 64, 512):
     )
 torch.manual_seed(0)
 no_scale = build_model(cfg, profile=dataclasses.replace(REFERENCE, attention=unscaled))
-train_copy(no_scale)
+train_copy(no_scale, steps=EXERCISE_STEPS)
 no_scale_accuracy = copy_accuracy(no_scale)
 print(f"copy accuracy without the scale, d_k = {D // H}: {no_scale_accuracy:.1%}")
 # --8<-- [end:exercise_scale]
