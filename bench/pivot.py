@@ -8,6 +8,9 @@ Multi30k's test sets beside the direct Fr→De model.
     python bench/pivot.py --direct runs/multi30k_fr_de_tiny_raw/model \\
         --to-en runs/multi30k_fr_en_tiny_raw/model --from-en runs/multi30k_en_de_tiny_raw/model
 
+or, in minutes each, the quick recipes (``multi30k_{fr_de,fr_en,en_de}_quick.toml``, 400
+updates, test2016 only: ``--sets 2016``) in their ``runs/multi30k_*_quick`` directories.
+
 Prints, for each test set, BLEU and chrF (sacreBLEU, standard signature) of both and the
 seconds each took (the pivot decodes twice). Corpora under ``AIAYN_DATA_DIR`` (default
 ``../shared/data``): ``multi30k/test_YEAR_flickr.{fr,de}.gz``.
