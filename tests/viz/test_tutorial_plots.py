@@ -38,6 +38,9 @@ def test_figure_1_names_every_sub_module_of_the_layers_with_the_papers_label():
     assert "decoder.layers: N = 3 × DecoderLayer" in texts
     assert "encoder.layers: N = 2 × EncoderLayer" in texts
     assert "src_embed: EmbeddingWithPositions" in texts and "(B, S, D)" in texts
+    assert "output: OutputProjection (Linear, tied to tgt_embed)" in texts
+    untied = tiny_model(tie_output=False, share_embeddings=False)
+    assert "output: OutputProjection (Linear)" in _texts(architecture_figure(untied))
 
 
 def test_figure_1_follows_a_layer_that_gains_a_sub_module(tmp_path):

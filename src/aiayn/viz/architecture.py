@@ -153,7 +153,11 @@ def architecture_figure(model: Transformer) -> Any:
             ha="right",
             va="bottom",
         )
-    _box(ax, dec_x, dec_top, f"output: {type(model.output).__name__} (Linear, tied)", "#d9f0d3")
+    tied = model.output.weight is model.tgt_embed.tokens.weight
+    output = (
+        f"output: {type(model.output).__name__} (Linear{', tied to tgt_embed' if tied else ''})"
+    )
+    _box(ax, dec_x, dec_top, output, "#d9f0d3")
     _arrow(ax, (dec_x, dec_top - 0.5), (dec_x, dec_top), "(B, T, D)")
     logits = "logits (B, T, V) → softmax in the loss or the search"
     ax.text(dec_x, dec_top + BOX_HEIGHT + 0.35, logits, ha="center", fontsize=8)
