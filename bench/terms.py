@@ -236,7 +236,7 @@ def calibration_fit(translator, options, args):
 
     src = read(data_dir() / f"val.{args.src}.gz", args.limit)
     ref = read(data_dir() / f"val.{args.tgt}.gz", args.limit)
-    fit = calibrate(translator, src, ref, options, fitted_on="val")
+    fit = calibrate(translator.translate, src, ref, options, fitted_on="val")
     row = {
         "calibration on val": {
             "lines": fit.calibration.lines,

@@ -72,6 +72,7 @@ def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
         "average",
         "load model",
         "tune length penalty",
+        "calibrate confidence",
         "translate and score",
         "model card",
     ]
@@ -227,3 +228,51 @@ def test_empty_translations_are_warned_about_and_the_card_says_so(tmp_path):
     assert "test: warning: 30 empty of 30 translations" in format_results(result, recipe)
     limits = (work / "model" / "README.md").read_text().split("## Known limits\n", 1)[1]
     assert "test test set were mostly unusable (30 empty of 30 translations)" in limits
+
+
+def _stage_job(tmp_path, confidences, chrf_like):
+    """A job whose validation split's translations (a stub translator) have ``confidences``
+    and are word-for-word the references where ``chrf_like`` is True, else unrelated."""
+    from types import SimpleNamespace
+
+    from aiayn.config import PipelineConfig
+    from aiayn.decode.terms import Translation
+
+    tmp_path.mkdir(exist_ok=True)
+    refs = [f"der {w} läuft durch den park nummer {n}" for n, w in enumerate(["hund"] * 60)]
+    write_lines(tmp_path / "valid.en", [f"line {n}" for n in range(60)])
+    write_lines(tmp_path / "valid.de", refs)
+    outputs = [r if good else "xq zv" for r, good in zip(refs, chrf_like, strict=True)]
+
+    def translate(lines, options):
+        assert options.nbest == 1 and options.min_confidence == 0
+        return [[Translation(o, 0.0, [1], c)] for o, c in zip(outputs, confidences, strict=True)]
+
+    (tmp_path / "model").mkdir(parents=True)
+    messages = Messages()
+    return SimpleNamespace(
+        p=PipelineConfig(dataset="files", train="x", valid="x"),
+        corpus=SimpleNamespace(valid=str(tmp_path / "valid")),
+        translator=SimpleNamespace(translate=translate),
+        model_dir=tmp_path / "model",
+        alpha=0.6,
+        log=messages.log,
+        messages=messages,
+    )
+
+
+def test_the_calibration_stage_fits_the_validation_split_or_says_why_not(tmp_path):
+    from aiayn.decode.calibration import read_calibration
+    from aiayn.pipeline.calibration import calibrate_confidence
+
+    good = [n % 2 == 0 for n in range(60)]
+    job = _stage_job(tmp_path, [0.9 if g else 0.3 for g in good], good)
+    calibrate_confidence(job)
+    calibration = read_calibration(job.model_dir)
+    assert calibration is not None and calibration.lines == 60
+    assert calibration(0.9) > 0.8 and calibration(0.3) < 0.2  # the chrF each kind scores
+    assert any("confidence calibrated" in m for m in job.messages)
+    backwards = _stage_job(tmp_path / "b", [0.3 if g else 0.9 for g in good], good)
+    calibrate_confidence(backwards)
+    assert read_calibration(backwards.model_dir) is None
+    assert any("not calibrated" in m and "does not rank" in m for m in backwards.messages)

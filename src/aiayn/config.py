@@ -397,6 +397,10 @@ class PipelineConfig:
     # translations of its source side (aiayn.pipeline.distill); set prepare.vocab_from to the
     # teacher to train the student on the teacher's tokenizer
     distill: DistillConfig = dataclasses.field(default_factory=DistillConfig)
+    # fit the confidence to the validation split's sentence chrF (decoded as the test sets
+    # are) into model/calibration.json: every confidence the model gives is then an expected
+    # chrF (aiayn calibrate; skipped, with a note, where the confidence does not rank)
+    calibrate: bool = True
 
     def __post_init__(self) -> None:
         if self.literature_bleu and (self.dataset, self.text) != ("multi30k", "raw"):

@@ -41,9 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.eval.calibrate import calibrate
 
     translator = Translator.from_dir(args.model)
+    translator.calibration = None  # fitted to the model's own confidence
     sources, references = list(read_lines(args.src)), list(read_lines(args.ref))
     fit = calibrate(
-        translator,
+        translator.translate,
         sources,
         references,
         SearchOptions(beam=args.beam),

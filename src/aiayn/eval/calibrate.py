@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ from scipy.optimize import curve_fit
 from scipy.stats import spearmanr
 
 from aiayn.decode.calibration import Calibration
-from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
 
 MIN_LINES = 50  # fewer validation lines than this fit a curve to noise
@@ -92,16 +92,16 @@ def fit_calibration(
 
 
 def calibrate(
-    translator: Translator,
+    translate: Callable[[list[str], SearchOptions], list[list[Translation]]],
     sources: Sequence[str],
     references: Sequence[str],
     options: SearchOptions | None = None,
     *,
     fitted_on: str = "",
 ) -> Fit:
-    """Translate ``sources`` (with ``options``, default ``SearchOptions()``) with the
-    model's own confidence (any calibration the translator has set aside) and fit a
-    calibration to their sentence chrF.
+    """Translate ``sources`` by ``translate`` (a ``Translator``'s or ``TranslatorProcess``'s
+    ``translate``, of a model without a calibration: its own confidence) with ``options``
+    (default ``SearchOptions()``) and fit a calibration to their sentence chrF.
 
     Raises:
         CalibrationError: as ``fit_calibration``, or sources and references that differ in
@@ -110,10 +110,6 @@ def calibrate(
     if len(sources) != len(references):
         raise CalibrationError(f"{len(sources)} source lines but {len(references)} references")
     options = dataclasses.replace(options or SearchOptions(), nbest=1, min_confidence=0.0)
-    kept, translator.calibration = translator.calibration, None
-    try:
-        found = [hyps[0] for hyps in translator.translate(sources, options)]
-    finally:
-        translator.calibration = kept
+    found = [hyps[0] for hyps in translate(list(sources), options)]
     chrf = sentence_chrf([t.text for t in found], references)
     return fit_calibration([t.confidence for t in found], chrf, fitted_on=fitted_on)

@@ -36,6 +36,7 @@ from aiayn.interop.argos import export_argos
 from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import ExportError
 from aiayn.interop.hf import check_marian, export_hf
+from aiayn.pipeline.calibration import calibrate_confidence, calibrates
 from aiayn.pipeline.corpus import DOMAINS, CorpusFiles, corpus_files, read_split
 from aiayn.pipeline.distill import check_teacher, distill
 from aiayn.pipeline.prepared import (
@@ -441,6 +442,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("average", "model/", average, done=averaged),
     Stage("load model", "", load_model),
     Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
+    Stage("calibrate confidence", "model/calibration.json", calibrate_confidence, when=calibrates),
     Stage("translate and score", "results/", translate_and_score),
     Stage("literature score", "", literature_score, when=lambda job: job.p.literature_bleu),
     Stage("model card", "model/README.md", write_card, when=lambda job: bool(job.tests)),
