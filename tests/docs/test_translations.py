@@ -1,7 +1,7 @@
 """The documentation's translations (``page.ko.md``, ``page.zh.md`` beside ``page.md``, built by
 mkdocs-static-i18n) are the English pages in another language: every language mkdocs.yml
 builds has the quick start and the tutorial, each with the English page's sections in the same
-order, depth and anchors, its boxes, its numbers, the same pictures and the very same code
+order, depth and anchors, its boxes, links and numbers, the same pictures and the very same code
 blocks (which therefore run once, in English: ``blocks.documents()``), in prose written in
 that language's script."""
 
@@ -23,6 +23,7 @@ REQUIRED = ("index.md", "start.md", "tutorial/paper.md", "tutorial/names.md")
 HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)(?: \{#(?P<id>[^}\s]+)\})?$")
 ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?) (?P<kind>[\w-]+)")  # !!! note "...", ??? success
 NUMBER = re.compile(r"§[\d.]*\d|^\d+\.")  # the paper's section numbers, a page's own steps
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)\)")
 PICTURE = re.compile(r"!\[[^\]]*\]\((?P<target>[^)\s]+)|<img [^>]*src=\"(?P<src>[^\"]+)\"")
 INLINE_CODE = re.compile(r"`[^`\n]*`|\\\[.*?\\\]|\$[^$\n]*\$|\]\([^)]*\)", re.DOTALL)
 SCRIPT = {"ko": re.compile(r"[\uac00-\ud7a3]"), "zh": re.compile(r"[\u4e00-\u9fff]")}
@@ -83,6 +84,11 @@ def pictures(page: Path) -> list[str]:
     return [m["target"] or m["src"] for m in PICTURE.finditer(text)]
 
 
+def links(page: Path) -> list[str]:
+    """Where the page's links go, sorted (a translation may name them in another order)."""
+    return sorted(LINK.findall("\n".join(_prose(page))))
+
+
 def figures(page: Path) -> set[str]:
     """The numbers written in the page's prose (outside its code blocks)."""
     return set(FIGURE.findall("\n".join(_prose(page))))
@@ -122,6 +128,7 @@ def test_a_translation_has_the_english_sections_pictures_and_code(page, english)
     assert sections(page) == sections(english), "headings differ in depth, anchor or number"
     assert admonitions(page) == admonitions(english)
     assert pictures(page) == pictures(english)
+    assert links(page) == links(english), "links differ: is the translation behind its page?"
     assert not figures(english) - figures(page), "numbers of the English page are missing"
     translated = [(b.lang, b.code, b.mark, b.why) for b in blocks(page)]
     assert translated == [(b.lang, b.code, b.mark, b.why) for b in blocks(english)]
@@ -151,6 +158,8 @@ def test_the_checks_see_a_missing_section_picture_and_block(tmp_path):
     assert sections(cut) == sections(english)
     cut.write_text(re.sub(r"!\[[^\]]*\]\(figures/masks\.png\)", "", text), encoding="utf-8")
     assert pictures(cut) != pictures(english)
+    cut.write_text(text.replace("(names.md)", "(walkthrough.py)", 1), encoding="utf-8")
+    assert links(cut) != links(english)
     cut.write_text(text.replace("β2 = 0.98", "β2 = 0.99", 1), encoding="utf-8")
     assert figures(english) - figures(cut) == {"0.98"}
     cut.write_text(text.replace('attention.py:heads"', 'attention.py:head"', 1), encoding="utf-8")
