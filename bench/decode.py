@@ -2,7 +2,7 @@
 no-cache loop.
 
     python bench/decode.py [--sizes tiny base marian] [--precisions fp32 bf16 int8] [--repeats 3]
-                           [--rounds 3] [--isa avx2]
+                           [--rounds 3] [--isa avx2] [--shortlist K]
 
 Sentences per second for greedy search and beam search on a batch of 64 sentences of 15
 source tokens (Multi30k length), with exactly 40 decoding steps for every system (EOS is
@@ -19,6 +19,12 @@ AMX); the first line names the CPU and its instruction set. ``--isa avx2`` holds
 system, in every process, to AVX2 by each library's own switch (``common.ISAS``: PyTorch,
 oneDNN, MKL, FBGEMM, CTranslate2), and the header names what each then runs: an AVX2
 machine, emulated on an AVX512 one.
+
+``--shortlist K`` adds rows "aiayn shortlist" (with each precision): decoding with a
+vocabulary shortlist (``aiayn.decode.shortlist``) of K pieces per source piece, from a
+synthetic table (each source piece's 100 pieces drawn by Zipf's law over the target ids, the
+100 lowest ids always allowed; the row names how many pieces its batch allows); with
+``--model``, the model directory's own table (``aiayn shortlist``), its BLEU beside the rest.
 
 - ``tiny`` and ``base``: random aiayn weights of those presets, vocabulary 10,000, beam 5.
   CTranslate2 decodes the same weights (converted by ``aiayn.interop.ct2``, the code of
@@ -77,16 +83,19 @@ SENTENCES, SRC_LEN, STEPS = 64, 15, 40
 ALL_SIZES = (*SIZES, "marian")
 MARIAN_VOCAB = 58_101  # opus-mt-en-de's
 BEAM = {"tiny": 5, "base": 5, "marian": 4}
+SHORTLISTED = " shortlist"  # a system name with this suffix: decoding with --shortlist K
 SYSTEMS = [  # (system, allocator)
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
     ("aiayn int8", "tuned"),
+    ("aiayn" + SHORTLISTED, "tuned"),
+    ("aiayn bf16" + SHORTLISTED, "tuned"),
+    ("aiayn int8" + SHORTLISTED, "tuned"),
     ("HF Marian", "default"),
     ("CTranslate2 float32", "default"),
     ("CTranslate2 int8", "default"),
     ("no-cache loop", "tuned"),
 ]
-AIAYN_SYSTEMS = {"aiayn", "aiayn bf16", "aiayn int8", "no-cache loop"}
 PRECISIONS = ("fp32", "bf16", "int8")  # aiayn's decoding precisions, each a row of its own
 PRECISION_OF = {
     "aiayn": "fp32",
@@ -94,10 +103,19 @@ PRECISION_OF = {
     "aiayn int8": "int8",
     "no-cache loop": "fp32",
 }
+PRECISION_OF |= {
+    f"{s}{SHORTLISTED}": PRECISION_OF[s] for s in ("aiayn", "aiayn bf16", "aiayn int8")
+}
+AIAYN_SYSTEMS = set(PRECISION_OF)
+SHORTLIST_TABLE = 100  # the synthetic table's pieces per source piece (the most --shortlist K)
+SHORTLIST_FREQUENT = 100  # ... and its frequent pieces, always allowed
 
 
-def wanted(system: str, precisions: list[str]) -> bool:
-    """Whether ``system``'s rows run: a peer always, an aiayn row in ``precisions``."""
+def wanted(system: str, precisions: list[str], shortlist: int = 0) -> bool:
+    """Whether ``system``'s rows run: a peer always, an aiayn row in ``precisions``, a
+    shortlist row with ``--shortlist`` only."""
+    if system.endswith(SHORTLISTED) and not shortlist:
+        return False
     return system not in PRECISION_OF or PRECISION_OF[system] in precisions
 
 
@@ -155,18 +173,47 @@ def aiayn_model(size: str, work: Path):
     return build_model(aiayn_config(size)).eval()
 
 
-def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, precision: str):
+def synthetic_shortlist(size: str):
+    """A lexical table for a random model (``aiayn.decode.shortlist.Shortlist``): each
+    source piece's ``SHORTLIST_TABLE`` pieces drawn from a Zipf distribution over the
+    target ids (a word's likeliest translations are mostly frequent words, so those of a
+    batch's words overlap as in a real table), the ``SHORTLIST_FREQUENT`` lowest ids (the
+    most frequent under that law) always allowed."""
+    import torch
+
+    from aiayn.decode.shortlist import Shortlist
+
+    vocab = vocab_size(size)
+    g = torch.Generator().manual_seed(0)
+    law = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float64)  # (V,) Zipf, exponent 1
+    cdf = (law.cumsum(0) / law.sum()).float()  # (V,)
+    best = torch.searchsorted(cdf, torch.rand(vocab, SHORTLIST_TABLE, generator=g))  # (V, K)
+    best = best.clamp(max=vocab - 1)
+    return Shortlist(best, torch.arange(SHORTLIST_FREQUENT))
+
+
+def aiayn_runner(
+    size: str, search: str, work: Path, *, cached: bool, precision: str, shortlist: int = 0
+):
     import torch
 
     from aiayn.decode import beam_search, greedy_search, stepper_for
+    from aiayn.decode.shortlist import ShortlistStepper
     from aiayn.decode.stepper import UncachedTransformerStepper
 
     model = aiayn_model(size, work)
     inner = stepper_for(model, precision=precision) if cached else UncachedTransformerStepper(model)
     stepper = HoldEOS(inner, model.specials.eos)
     src = source(size)
+    table = synthetic_shortlist(size) if shortlist else None
+    allowed = len(table.rows(src, shortlist, model.specials)) if table is not None else None
 
     def run():
+        nonlocal stepper
+        if table is not None:  # per batch, as aiayn.decode.translator does
+            rows = table.rows(src, shortlist, model.specials)  # (K,)
+            listed = ShortlistStepper(inner, rows, vocab_size(size))
+            stepper = HoldEOS(listed, model.specials.eos)
         with torch.inference_mode():
             if search == "greedy":
                 greedy_search(
@@ -186,7 +233,7 @@ def aiayn_runner(size: str, search: str, work: Path, *, cached: bool, precision:
                     extensions=model.profile.extensions,
                 )
 
-    return run
+    return run, allowed
 
 
 def marian_runner(size: str, search: str, work: Path):
@@ -327,9 +374,11 @@ def ct2_runner(search: str, compute_type: str, size: str, work: Path):
     return run, agreement
 
 
-def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dict:
+def worker(
+    system: str, size: str, search: str, repeats: int, work: Path, shortlist: int = 0
+) -> dict:
     if size == TRAINED:
-        return trained_worker(system, search, repeats, work)
+        return trained_worker(system, search, repeats, work, shortlist)
     extra = {}
     if system.startswith("CTranslate2"):
         run, agreement = ct2_runner(search, system.split()[1], size, work)
@@ -345,7 +394,11 @@ def worker(system: str, size: str, search: str, repeats: int, work: Path) -> dic
         else:
             cached = system != "no-cache loop"
             precision = PRECISION_OF[system]
-            run = aiayn_runner(size, search, work, cached=cached, precision=precision)
+            listed = shortlist if system.endswith(SHORTLISTED) else 0
+            run, allowed = aiayn_runner(
+                size, search, work, cached=cached, precision=precision, shortlist=listed
+            )
+            extra |= {"allowed": allowed} if listed else {}
     seconds, _ = timed(run, repeats)
     return {"sentences_per_s": SENTENCES / seconds, **extra}
 
@@ -381,6 +434,8 @@ TRAINED_SYSTEMS = [
     ("aiayn", "tuned"),
     ("aiayn bf16", "tuned"),
     ("aiayn int8", "tuned"),
+    ("aiayn" + SHORTLISTED, "tuned"),
+    ("aiayn int8" + SHORTLISTED, "tuned"),
     ("CTranslate2 float32", "default"),
     ("CTranslate2 int8", "default"),
 ]
@@ -429,7 +484,7 @@ def ct2_vocabulary(work: Path, side: str) -> list[str]:
     return []
 
 
-def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
+def trained_worker(system: str, search: str, repeats: int, work: Path, shortlist: int) -> dict:
     """One row on the trained model: sentences/s and the translations (texts: every row
     detokenises its output with the model's own target tokenizer, inside the timing)."""
     info = json.loads((work / "trained.json").read_text())
@@ -470,7 +525,10 @@ def trained_worker(system: str, search: str, repeats: int, work: Path) -> dict:
         torch.set_num_threads(2)
         translator = Translator.from_dir(info["model"])
         precision = PRECISION_OF[system]
-        search_options = SearchOptions(beam=beam, alpha=0.6, precision=precision, stopping=stopping)
+        listed = shortlist if system.endswith(SHORTLISTED) else 0
+        search_options = SearchOptions(
+            beam=beam, alpha=0.6, precision=precision, stopping=stopping, shortlist=listed
+        )
 
         def run():
             return [h[0].text for h in translator.translate_ids(info["ids"], search_options)]
@@ -487,6 +545,7 @@ def compare_trained(
     repeats: int,
     rounds: int,
     precisions: list[str],
+    shortlist: int,
 ) -> None:
     """Every system and mode on a trained model's test set: BLEU and sentences/s."""
     from aiayn.data.corpus import read_lines
@@ -498,13 +557,13 @@ def compare_trained(
     rows = [
         (system, search, allocator)
         for system, allocator in TRAINED_SYSTEMS
-        if wanted(system, precisions)
+        if wanted(system, precisions, shortlist)
         for search in trained_searches(system)
     ]
     with tempfile.TemporaryDirectory() as directory:
         work = Path(directory)
         sentences = prepare_trained(model_dir, src_tokenizer, test[0], work)
-        measured = run_rounds(rows, TRAINED, repeats, rounds, str(work))
+        measured = run_rounds(rows, TRAINED, repeats, rounds, str(work), shortlist)
 
     print(
         f"\n{model_dir}: {test[0]} ({sentences} sentences), batches of 4,096 source tokens, "
@@ -546,7 +605,9 @@ def compare_trained(
             )
 
 
-def run_rounds(rows: list, size: str, repeats: int, rounds: int, work: str) -> dict:
+def run_rounds(
+    rows: list, size: str, repeats: int, rounds: int, work: str, shortlist: int = 0
+) -> dict:
     """Every row once per round, each in its own process, so that a slow spell of a shared
     machine falls on all systems alike: per row, its results, or why it failed."""
     measured: dict[tuple[str, str, str], list[dict] | str] = {row: [] for row in rows}
@@ -557,7 +618,7 @@ def run_rounds(rows: list, size: str, repeats: int, rounds: int, work: str) -> d
                 __file__,
                 [system, size, search, allocator],
                 allocator,
-                ["--repeats", str(repeats), "--work", work],
+                ["--repeats", str(repeats), "--work", work, "--shortlist", str(shortlist)],
             )
             if isinstance(result, str):
                 measured[row] = result
@@ -583,6 +644,14 @@ def main() -> None:
         default="native",
         help="hold every system to this instruction set (avx2: an AVX2 machine emulated)",
     )
+    parser.add_argument(
+        "--shortlist",
+        type=int,
+        default=0,
+        metavar="K",
+        help="add rows decoding with a vocabulary shortlist of K pieces per source piece "
+        f"(synthetic table, K <= {SHORTLIST_TABLE}; --model: the model's own table)",
+    )
     parser.add_argument("--worker", nargs=4, metavar=("SYSTEM", "SIZE", "SEARCH", "ALLOC"))
     parser.add_argument("--prepare", nargs=2, metavar=("SIZE", "DIR"))
     parser.add_argument("--work")
@@ -600,14 +669,20 @@ def main() -> None:
         set_up_allocator(allocator)
         if system in AIAYN_SYSTEMS:
             limit_kernel_cache()  # as `aiayn translate` does
-        print(json.dumps(worker(system, size, search, args.repeats, Path(args.work))))
+        result = worker(system, size, search, args.repeats, Path(args.work), args.shortlist)
+        print(json.dumps(result))
     elif args.prepare:
         print(json.dumps(prepare(args.prepare[0], Path(args.prepare[1]))))
     else:
         held = hold_to_isa(args.isa)  # before this process imports torch
         print(instruction_set(), *held, sep="\n", flush=True)
         precisions = args.precisions or native_precisions(PRECISIONS, args.isa)
-        options = dict(repeats=args.repeats, rounds=args.rounds, precisions=precisions)
+        options = dict(
+            repeats=args.repeats,
+            rounds=args.rounds,
+            precisions=precisions,
+            shortlist=args.shortlist,
+        )
         if args.model:
             compare_trained(args.model, args.test, tokenized=args.tokenized, **options)
         for size in [] if args.model else args.sizes:
@@ -615,7 +690,9 @@ def main() -> None:
                 bench_size(size, work=work, **options)
 
 
-def bench_size(size: str, *, repeats: int, rounds: int, precisions: list[str], work: str) -> None:
+def bench_size(
+    size: str, *, repeats: int, rounds: int, precisions: list[str], shortlist: int, work: str
+) -> None:
     """Every row once per round, so that a slow spell of a shared machine falls on all
     systems alike; each row's figure is the median over rounds."""
     beam = BEAM[size]
@@ -627,11 +704,11 @@ def bench_size(size: str, *, repeats: int, rounds: int, precisions: list[str], w
     rows = [
         (system, search, allocator)
         for system, allocator in SYSTEMS
-        if wanted(system, precisions)
+        if wanted(system, precisions, shortlist)
         for search in searches(size)
         if not (system == "no-cache loop" and (size != "tiny" or search != "greedy"))
     ]
-    measured = run_rounds(rows, size, repeats, rounds, work)
+    measured = run_rounds(rows, size, repeats, rounds, work, shortlist)
     print(f"  {'system':20} {'search':7} {'allocator':9} {'sent/s':>8}")
     results = {}
     for (system, search, allocator), runs in measured.items():
@@ -642,9 +719,11 @@ def bench_size(size: str, *, repeats: int, rounds: int, precisions: list[str], w
         results[(system, search)] = value
         check = runs[0].get("same_as_aiayn")
         note = f"  greedy output equal to aiayn's: {check:.0%} of sentences" if check else ""
+        if "allowed" in runs[0]:
+            note += f"  {runs[0]['allowed']:,} of {vocab_size(size):,} pieces allowed"
         print(f"  {system:20} {search:7} {allocator:9} {value:>8.1f}{note}", flush=True)
     for search in ("greedy", f"beam{beam}"):
-        for ours_name in ("aiayn", "aiayn bf16", "aiayn int8"):
+        for ours_name in [s for s in PRECISION_OF if s != "no-cache loop"]:
             ours = results.get((ours_name, search))
             for peer in ("HF Marian", "CTranslate2 float32", "CTranslate2 int8"):
                 theirs = results.get((peer, search))

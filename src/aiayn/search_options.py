@@ -184,6 +184,15 @@ class SearchOptions:
         "profile: faster on any x86 CPU); auto: bf16 where the hardware has it",
         OneOf(get_args(SearchPrecision)),
     )
+    shortlist: int = option(
+        0,
+        "vocabulary shortlist: each batch decodes over the K likeliest target pieces of each "
+        "of its source pieces, the most frequent ones and the specials (the model "
+        "directory's table, from aiayn shortlist): faster at large vocabularies; 0: the "
+        "whole vocabulary",
+        Whole(0),
+        metavar="K",
+    )
     stopping: str = option(
         "exact",
         "when beam search ends a sentence: exact (no live beam can still win), beams "

@@ -5,7 +5,10 @@ logits instead of writing a second (N, V) table, where PyTorch's CPU kernel allo
 model's beam search is ~6% faster). The pre-softmax projection, the largest matrix product
 of a step, is packed once with the rest of the decoding copy (``aiayn.accel.packed``).
 
-Shapes: N rows, D d_model, V vocabulary.
+``output_rows`` makes a vocabulary shortlist's projection (``aiayn.decode.shortlist``): some
+rows of the output projection, packed or quantised as the projection itself is.
+
+Shapes: N rows, D d_model, V vocabulary, K rows kept.
 """
 
 from __future__ import annotations
@@ -13,7 +16,11 @@ from __future__ import annotations
 import functools
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+
+from aiayn.accel.int8 import Int8Linear
+from aiayn.accel.packed import PackedFromRows, PackedLinear
+from aiayn.modules.stepper import linear_rows
 
 
 def log_probs_in_place(logits: Tensor) -> Tensor:
@@ -36,3 +43,18 @@ def _log_softmax_can_overwrite(width: int) -> bool:
     except RuntimeError:
         return False
     return torch.equal(x, expected)
+
+
+def output_rows(projection: nn.Module, rows: Tensor) -> nn.Module:
+    """The rows ``rows`` (K,) of ``projection`` (D -> V: an ``nn.Linear``, or the
+    ``PackedLinear``, ``PackedFromRows`` or ``Int8Linear`` of a decoding copy) as a map
+    D -> K of the same kind: packed in the same dtype, or quantised per output row (the rows'
+    scales are the full weight's: the same int8 weights)."""
+    if isinstance(projection, PackedFromRows):
+        projection = projection.packed
+    linear = linear_rows(projection.weight, projection.bias, rows)  # D -> K
+    if isinstance(projection, PackedLinear):
+        return PackedLinear(linear, projection.dtype, out_dtype=projection.out_dtype)
+    if isinstance(projection, Int8Linear):
+        return Int8Linear(linear)
+    return linear

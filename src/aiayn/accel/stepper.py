@@ -18,7 +18,8 @@ On the CPU the model first becomes a copy with its large weights, and every weig
 encoder and the memory projections, packed once in the precision's dtype
 (``aiayn.accel.packed``), which needs no autocast (a CPU on which oneDNN cannot pack
 bfloat16 decodes under autocast instead); build a new stepper after changing the weights.
-Both log-softmaxes overwrite the logits (``aiayn.accel.output``).
+Both log-softmaxes overwrite the logits, and a vocabulary shortlist's projection is packed
+or quantised as the full one (``aiayn.accel.output``).
 
 Shapes: B sentences, W rows per sentence, N = B·W rows, S source length, D d_model,
 V vocabulary.
@@ -30,10 +31,10 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from aiayn.accel.int8 import quantized_for_decoding
-from aiayn.accel.output import log_probs_in_place
+from aiayn.accel.output import log_probs_in_place, output_rows
 from aiayn.accel.packed import MIN_PACKED_PRODUCT, can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
 from aiayn.accel.token_step import TokenStep, TokenStepState
@@ -84,6 +85,9 @@ class SharedMemoryStepper(TransformerStepper):
     def log_probs(self, hidden: Tensor) -> Tensor:
         return log_probs_in_place(self.model.logits(hidden))
 
+    def output_rows(self, rows: Tensor) -> nn.Module:
+        return output_rows(self.model.output.proj, rows)
+
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
     ) -> TransformerState:
@@ -118,8 +122,14 @@ class TokenStepper(TransformerStepper):
         hidden, state = self.token_step.step(tokens, state)  # (N, D)
         return self.scores(hidden, normalize), state
 
+    def hidden(self, tokens: Tensor, state: TokenStepState) -> tuple[Tensor, TokenStepState]:
+        return self.token_step.step(tokens, state)  # (N, D)
+
     def log_probs(self, hidden: Tensor) -> Tensor:
         return log_probs_in_place(self.model.logits(hidden))
+
+    def output_rows(self, rows: Tensor) -> nn.Module:
+        return output_rows(self.model.output.proj, rows)
 
     def reorder(
         self, state: TokenStepState, index: Tensor, *, sentences: Tensor | None = None

@@ -25,6 +25,7 @@ from aiayn.cli import (
     pipeline,
     plot,
     serve,
+    shortlist,
     train,
     translate,
 )
@@ -38,6 +39,7 @@ COMMAND_FAMILIES = (
     translate,
     calibrate,
     distill,
+    shortlist,
     pipeline,
     plot,
     generate,

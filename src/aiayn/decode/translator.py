@@ -22,6 +22,7 @@ from aiayn.decode.inputs import (
     html_documents,
 )
 from aiayn.decode.search import length_batches, pad, search
+from aiayn.decode.shortlist import Shortlist, ShortlistStepper, check_shortlist, load_shortlist
 from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
 from aiayn.decode.terms import (
     Translation,
@@ -59,6 +60,8 @@ class Translator:
     ``calibration``: what ``translate`` turns each confidence into (the model directory's
     ``calibration.json``: an expected sentence chrF, ``aiayn.decode.calibration``); None:
     the model's own confidence.
+    ``shortlist``: the lexical table ``SearchOptions.shortlist`` decodes with
+    (``aiayn.decode.shortlist``); None: the model has none.
     """
 
     def __init__(
@@ -73,9 +76,11 @@ class Translator:
         packed: bool = True,
         length_ratio: float | None = None,
         calibration: Calibration | None = None,
+        shortlist: Shortlist | None = None,
     ):
         self.model = model.eval()
         self.calibration = calibration
+        self.shortlist = shortlist
         self.length_ratio = length_ratio
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
@@ -107,6 +112,7 @@ class Translator:
             preprocessing=(info.src_preprocessing, info.tgt_preprocessing),
             length_ratio=info.length_ratio,
             calibration=read_calibration(directory),
+            shortlist=load_shortlist(directory, cfg.src_vocab_size, cfg.tgt_vocab_size),
         )
 
     def token_id(self, token: str) -> int:
@@ -127,7 +133,8 @@ class Translator:
         """Refuse options this model cannot decode with, before any work.
 
         Raises:
-            TranslationError: the beam is too large for the vocabulary.
+            TranslationError: the beam is too large for the vocabulary, or a shortlist
+                asked for that the model does not have.
         """
         vocab = self.model.output.weight.size(0)
         if options.beam > 1 and 2 * options.beam > vocab:
@@ -135,6 +142,8 @@ class Translator:
                 f"beam {options.beam} is too large for a vocabulary of {vocab} "
                 f"(at most {vocab // 2})"
             )
+        if options.shortlist:
+            check_shortlist(self.shortlist, options.shortlist, options.beam)
 
     def _check_ids(self, sources: Sequence[Sequence[int]]) -> None:
         if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
@@ -394,6 +403,10 @@ class Translator:
         options: SearchOptions,
         constraints: Constraints | None = None,
     ) -> list[list[Translation]]:
+        if options.shortlist and self.shortlist is not None:
+            extra = [t for terms in constraints or () for piece in terms for t in piece]
+            rows = self.shortlist.rows(src, options.shortlist, self.model.specials, extra)
+            stepper = ShortlistStepper(stepper, rows, self.model.output.weight.size(0))
         found = search(
             stepper,
             src,

@@ -12,11 +12,12 @@ positions, D d_model, V vocabulary.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from aiayn.errors import AiaynError
 from aiayn.modules.cache import KVCache
@@ -118,9 +119,32 @@ class TransformerStepper:
     def step(
         self, tokens: Tensor, state: TransformerState, *, normalize: bool = True
     ) -> tuple[Tensor, TransformerState]:
+        hidden, state = self.hidden(tokens, state)  # (N, D)
+        with self._precision(tokens):
+            return self.scores(hidden, normalize), state
+
+    def hidden(self, tokens: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState]:
+        """Feed each row's newest token (N, 1); return the (N, D) final decoder states and
+        the state."""
         with self._precision(tokens):
             hidden, cache = self.model.decode(tokens, state.src_mask, cache=state.cache)
-            return self.scores(hidden[:, -1], normalize), TransformerState(state.src_mask, cache)
+        return hidden[:, -1], TransformerState(state.src_mask, cache)
+
+    def logits_over(self, rows: Tensor) -> Callable[[Tensor], Tensor]:
+        """The next-token logits of the target ids ``rows`` (K,) only: a function of (N, D)
+        final decoder states to (N, K) float32 logits (a vocabulary shortlist,
+        ``aiayn.decode.shortlist``), through ``output_rows``."""
+        project = self.output_rows(rows)
+
+        def logits(hidden: Tensor) -> Tensor:
+            with self._precision(hidden):
+                return project(hidden).float()  # (N, K)
+
+        return logits
+
+    def output_rows(self, rows: Tensor) -> nn.Module:
+        """The output projection's rows ``rows`` (K,) as an ``nn.Linear`` (D -> K)."""
+        return linear_rows(self.model.output.weight, self.model.output.bias, rows)
 
     def scores(self, hidden: Tensor, normalize: bool) -> Tensor:
         """(N, D) final decoder states -> (N, V) log-probabilities, or logits when not
@@ -144,6 +168,17 @@ class TransformerStepper:
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
     ) -> TransformerState:
         return TransformerState(state.src_mask.index_select(0, index), state.cache.reorder(index))
+
+
+def linear_rows(weight: Tensor, bias: Tensor | None, rows: Tensor) -> nn.Linear:
+    """An ``nn.Linear`` (D -> K) holding a copy of rows ``rows`` (K,) of ``weight`` (V, D)
+    and ``bias`` (V,), without gradients."""
+    linear = nn.Linear(weight.size(1), len(rows), bias=bias is not None)
+    linear.to(weight.device, weight.dtype).requires_grad_(False)
+    linear.weight.copy_(weight.detach().index_select(0, rows))  # (K, D)
+    if bias is not None:
+        linear.bias.copy_(bias.detach().index_select(0, rows))  # (K,)
+    return linear
 
 
 def plain_stepper(model: Any, *, precision: Precision = "fp32", packed: bool = True):
@@ -174,10 +209,14 @@ class UncachedTransformerStepper(TransformerStepper):
     def step(
         self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor], *, normalize: bool = True
     ) -> tuple[Tensor, Any]:
+        hidden, state = self.hidden(tokens, state)  # (N, D)
+        return self.scores(hidden, normalize), state
+
+    def hidden(self, tokens: Tensor, state: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Any]:
         memory, src_mask, prefix = state
         prefix = torch.cat([prefix, tokens], dim=1)  # (N, t+1)
         hidden, _ = self.model.decode(prefix, src_mask, memory=memory)  # (N, t+1, D)
-        return self.scores(hidden[:, -1], normalize), (memory, src_mask, prefix)
+        return hidden[:, -1], (memory, src_mask, prefix)
 
     def reorder(
         self,

@@ -1,0 +1,204 @@
+"""A vocabulary shortlist: each batch decodes over the target pieces its sources make likely,
+and the output projection, a step's largest product at large vocabularies, is computed
+over those rows only.
+
+For a batch, the pieces allowed are the union of the ``k`` likeliest translations of each
+of its source pieces (a lexical table from the training corpus, ``aiayn.data.lexicon``,
+written into the model directory by ``aiayn shortlist``), the table's most frequent target
+pieces, the special ids, and any glossary term's pieces: Marian's lexical shortlist
+(``--shortlist lex.s2t first best``), CTranslate2's vocabulary map (``use_vmap``). The
+search itself is unchanged: a step's scores are (N, V) with -inf outside the allowed
+pieces, log-probabilities normalised over them.
+
+Shapes: N rows, D d_model, K allowed pieces, V target vocabulary, V_s source vocabulary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from safetensors.numpy import load_file, save_file
+from torch import Tensor
+
+from aiayn.config import SpecialIds
+from aiayn.data.corpus import read_lines
+from aiayn.data.lexicon import lexical_table
+from aiayn.data.tokenizer_files import load_tokenizers
+from aiayn.decode.inputs import TranslationError
+from aiayn.store import read_model_config
+from aiayn.text.preprocessing import TextProcessor
+
+SHORTLIST_FILE = "shortlist.safetensors"
+
+
+class ShortlistError(TranslationError):
+    """A shortlist asked for that the model directory cannot give."""
+
+
+@dataclass(frozen=True)
+class Shortlist:
+    """A lexical table: ``best`` (V_s, K) int64 target ids of each source id, best first
+    (-1 where fewer), ``frequent`` (N,) int64 target ids, most frequent first."""
+
+    best: Tensor
+    frequent: Tensor
+
+    @property
+    def per_source(self) -> int:
+        """K: the most target pieces per source piece this table can allow."""
+        return self.best.size(1)
+
+    def rows(self, src: Tensor, k: int, specials: SpecialIds, extra: Iterable[int] = ()) -> Tensor:
+        """(K',) sorted target ids a batch of (B, S) sources decodes over: the ``k`` best of
+        each source id, the frequent ones, ``specials`` and ``extra`` (glossary pieces)."""
+        ids = src.unique().cpu()  # (U,) padding included: its row is the special ids
+        best = self.best[ids, :k].flatten()  # (U · k,)
+        special = (specials.pad, specials.unk, specials.bos, specials.eos)
+        fixed = torch.tensor([*special, *extra], dtype=torch.long)
+        rows = torch.cat([best[best >= 0], self.frequent, fixed]).unique()  # sorted
+        return rows.to(src.device)
+
+
+def check_shortlist(table: Shortlist | None, k: int, beam: int) -> None:
+    """Refuse a shortlist of ``k`` pieces per source piece, searched with ``beam``, that
+    ``table`` (None: the model has none) cannot give.
+
+    Raises:
+        ShortlistError: in one line, what is wrong.
+    """
+    if table is None:
+        raise ShortlistError(
+            f"shortlist {k}: the model directory has no shortlist table "
+            "(build one with: aiayn shortlist MODEL --source FILE --target FILE)"
+        )
+    if k > table.per_source:
+        raise ShortlistError(
+            f"shortlist {k}: the model's table keeps at most {table.per_source} target "
+            "pieces per source piece"
+        )
+    if beam > 1 and 2 * beam > len(table.frequent):
+        raise ShortlistError(
+            f"beam {beam} is too large for the shortlist's {len(table.frequent)} frequent "
+            f"pieces (at most {len(table.frequent) // 2})"
+        )
+
+
+class Hidden(Protocol):
+    """What a shortlist needs of a stepper (``aiayn.modules.stepper.TransformerStepper``
+    and the fast profile's have it): a step's final states, and the logits of some rows of
+    the output projection."""
+
+    def start(self, src: Tensor) -> Any: ...
+
+    def hidden(self, tokens: Tensor, state: Any) -> tuple[Tensor, Any]: ...
+
+    def logits_over(self, rows: Tensor) -> Callable[[Tensor], Tensor]: ...
+
+    def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any: ...
+
+
+class ShortlistStepper:
+    """A ``StepDecoder`` whose scores cover only ``rows`` (K,) of the vocabulary of ``vocab``
+    pieces: the others are -inf, and log-probabilities are normalised over ``rows``."""
+
+    def __init__(self, inner: Hidden, rows: Tensor, vocab: int):
+        self.inner, self.rows, self.vocab = inner, rows, vocab
+        self.logits = inner.logits_over(rows)  # (N, D) -> (N, K)
+
+    def start(self, src: Tensor) -> Any:
+        return self.inner.start(src)
+
+    def step(self, tokens: Tensor, state: Any, *, normalize: bool = True) -> tuple[Tensor, Any]:
+        hidden, state = self.inner.hidden(tokens, state)  # (N, D)
+        logits = self.logits(hidden)  # (N, K) float32
+        if normalize:
+            logits = logits.log_softmax(dim=-1)
+        scores = logits.new_full((logits.size(0), self.vocab), float("-inf"))  # (N, V)
+        return scores.index_copy_(1, self.rows, logits), state
+
+    def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
+        return self.inner.reorder(state, index, sentences=sentences)
+
+
+def build_shortlist(
+    directory: str | Path,
+    source: str | Path,
+    target: str | Path,
+    *,
+    best: int = 100,
+    frequent: int = 100,
+    lines: int = 200_000,
+    raw: bool = False,
+) -> Path:
+    """Build the lexical table of the first ``lines`` sentence pairs of ``source`` and
+    ``target`` (the training corpus) for the model in ``directory``: ``best`` target pieces
+    per source piece, the ``frequent`` most frequent ones; write it there
+    (``SHORTLIST_FILE``). The text is prepared as ``aiayn translate`` prepares natural
+    text (the model's ``tokenizer.json``), or given to the subword model as it is (``raw``).
+
+    Raises:
+        ShortlistError: the two files have different numbers of lines (within ``lines``).
+    """
+    cfg = read_model_config(directory)
+    src_tokenizer, tgt_tokenizer, info = load_tokenizers(directory)
+    sides = []
+    for path, tokenizer, steps, lang in (
+        (source, src_tokenizer, info.src_preprocessing, info.src_lang),
+        (target, tgt_tokenizer, info.tgt_preprocessing, info.tgt_lang),
+    ):
+        texts = [line for line, _ in zip(read_lines(path), range(lines), strict=False)]
+        if not raw:
+            processor = TextProcessor(steps, lang)
+            texts = [processor.prepare(t) for t in texts]
+        sides.append(tokenizer.encode(texts))
+    if len(sides[0]) != len(sides[1]):
+        raise ShortlistError(
+            f"{source} and {target}: {len(sides[0])} and {len(sides[1])} lines; a parallel "
+            "corpus has as many on both sides"
+        )
+    table = lexical_table(
+        list(zip(*sides, strict=True)),
+        src_vocab=cfg.src_vocab_size,
+        tgt_vocab=cfg.tgt_vocab_size,
+        best=best,
+        frequent=frequent,
+    )
+    return write_shortlist(directory, table.best, table.frequent)
+
+
+def write_shortlist(directory: str | Path, best: np.ndarray, frequent: np.ndarray) -> Path:
+    """Write the table into a model directory (replacing one there, atomically)."""
+    path = Path(directory) / SHORTLIST_FILE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    save_file({"best": best.astype(np.int32), "frequent": frequent.astype(np.int32)}, str(tmp))
+    os.replace(tmp, path)
+    return path
+
+
+def load_shortlist(directory: str | Path, src_vocab: int, tgt_vocab: int) -> Shortlist | None:
+    """The model directory's table, None where it has none.
+
+    Raises:
+        ShortlistError: the file is unreadable or not of this model's vocabularies.
+    """
+    path = Path(directory) / SHORTLIST_FILE
+    if not path.is_file():
+        return None
+    try:
+        found = load_file(str(path))
+        best, frequent = (torch.from_numpy(found[k]).long() for k in ("best", "frequent"))
+    except Exception as e:  # a damaged or foreign file, whatever the library says
+        raise ShortlistError(f"{path}: not a shortlist table ({e}); rebuild it") from None
+    largest = int(torch.cat([best.flatten(), frequent, torch.tensor([-1])]).max())
+    if best.dim() != 2 or best.size(0) != src_vocab or largest >= tgt_vocab:
+        raise ShortlistError(
+            f"{path}: built for other vocabularies than the model's ({src_vocab} source, "
+            f"{tgt_vocab} target pieces); rebuild it with aiayn shortlist"
+        )
+    return Shortlist(best, frequent)
