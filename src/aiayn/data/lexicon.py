@@ -4,9 +4,11 @@ decodes over (``aiayn.decode.shortlist``).
 
 The translation probabilities are IBM Model 1's t(t | s) (Brown et al., 1993), estimated by
 a few rounds of expectation-maximisation over the subword ids of sentence pairs, a NULL
-source piece included, as Marian's lexical shortlists (fast_align's lex.s2t) and
-CTranslate2's vocabulary maps are built. Each round streams the corpus in chunks, so memory
-grows with the distinct (source, target) pairs, not the corpus.
+source piece included: the kind of table Marian's lexical shortlists hold (fast_align's
+lex.s2t, IBM Model 2 with a diagonal prior), from which CTranslate2's vocabulary maps are
+made. The co-occurrences are listed once, in chunks, as
+two int32 per (source, target) position pair: ~8 bytes × source × target length per
+sentence pair (~0.5 GB for 200,000 Multi30k-length pairs).
 
 Shapes: P co-occurring (source, target) positions of a chunk, U distinct pairs, V_s and V_t
 the vocabularies, K target pieces kept per source piece, N frequent pieces kept.
@@ -42,12 +44,14 @@ def lexical_table(
     ``rounds`` rounds of EM) and the ``frequent`` most frequent target pieces of ``pairs``."""
     null = src_vocab  # the NULL source piece every target piece may align to
     keys = _distinct_pairs(pairs, null, tgt_vocab)  # (U,) sorted s · V_t + t
+    chunks = [  # per chunk, (P,) each co-occurrence's pair index and target position
+        _positions(pairs[start : start + CHUNK], keys, null, tgt_vocab)
+        for start in range(0, len(pairs), CHUNK)
+    ]
     t = np.ones(len(keys))  # (U,) t(t | s), uniform (unnormalised) to start
     for _ in range(rounds):
         counts = np.zeros(len(keys))
-        for start in range(0, len(pairs), CHUNK):
-            chunk = pairs[start : start + CHUNK]
-            index, position = _positions(chunk, keys, null, tgt_vocab)  # (P,), (P,)
+        for index, position in chunks:
             p = t[index]  # (P,)
             total = np.bincount(position, weights=p)  # (target positions,)
             counts += np.bincount(index, weights=p / total[position], minlength=len(keys))
@@ -89,7 +93,7 @@ def _positions(
     """Per co-occurrence in ``chunk``: (P,) its pair's index in ``keys``, (P,) its target
     position."""
     s, t, position = _source_target(chunk, null)
-    return np.searchsorted(keys, s * tgt_vocab + t), position
+    return np.searchsorted(keys, s * tgt_vocab + t).astype(np.int32), position.astype(np.int32)
 
 
 def _best(keys: np.ndarray, t: np.ndarray, src_vocab: int, tgt_vocab: int, k: int) -> np.ndarray:
