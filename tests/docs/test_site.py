@@ -6,6 +6,7 @@ configuration key."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import re
@@ -39,7 +40,14 @@ build = _hook_module("build")
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The site, built from scratch: the notebook runs (its picture cache is empty)."""
-    root = tmp_path_factory.mktemp("site")
+    return _built_site(tmp_path_factory.getbasetemp() / "site")
+
+
+@functools.cache
+def _built_site(root: Path) -> Path:
+    """Built once per test process: a module fixture is made again when another module's
+    tests run between this module's on the same worker, and a build takes half a minute."""
+    root.mkdir()
     env = {
         **os.environ,
         "AIAYN_DOCS_CACHE": str(root / "cache"),

@@ -38,7 +38,7 @@ from aiayn.accel.output import log_probs_in_place, output_rows
 from aiayn.accel.packed import MIN_PACKED_PRODUCT, can_pack, packed_for_decoding
 from aiayn.accel.shared_memory import SharedMemory
 from aiayn.accel.token_step import TokenStep, TokenStepState
-from aiayn.modules.parameters import CROSS_KV, DECODER_NORM, layer_prefix
+from aiayn.modules.parameters import CROSS_KV, DECODER_NORM, OUTPUT, layer_prefix
 from aiayn.modules.stepper import Precision, StepDecoder, TransformerState, TransformerStepper
 
 
@@ -86,7 +86,7 @@ class SharedMemoryStepper(TransformerStepper):
         return log_probs_in_place(self.model.logits(hidden))
 
     def output_rows(self, rows: Tensor) -> nn.Module:
-        return output_rows(self.model.output.proj, rows)
+        return output_rows(OUTPUT.of(self.model), rows)
 
     def reorder(
         self, state: TransformerState, index: Tensor, *, sentences: Tensor | None = None
@@ -129,7 +129,7 @@ class TokenStepper(TransformerStepper):
         return log_probs_in_place(self.model.logits(hidden))
 
     def output_rows(self, rows: Tensor) -> nn.Module:
-        return output_rows(self.model.output.proj, rows)
+        return output_rows(OUTPUT.of(self.model), rows)
 
     def reorder(
         self, state: TokenStepState, index: Tensor, *, sentences: Tensor | None = None
