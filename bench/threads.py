@@ -27,7 +27,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from common import instruction_set
+from common import instruction_set, measure_in_subprocess
 
 THREADS = ("default", "1", "2")
 COMPETITOR = "import torch; torch.set_num_threads(1); a = torch.randn(384, 384)\nwhile True: a @ a"
@@ -52,11 +52,7 @@ def train_worker(threads: str, steps: int) -> dict:
 
 
 def train_row(threads: str, steps: int) -> dict | str:
-    command = [sys.executable, __file__, "--steps", str(steps), "--worker", threads]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    return json.loads(proc.stdout)
+    return measure_in_subprocess(__file__, [threads], "tuned", ["--steps", str(steps)])
 
 
 def translate_row(threads: str, model: str, source: Path) -> dict | str:
