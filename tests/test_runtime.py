@@ -38,13 +38,32 @@ def test_without_cuda_auto_is_the_cpu(monkeypatch):
     assert select_device("auto", local_rank=2) == torch.device("cpu")
 
 
+def hold_cpu(
+    monkeypatch,
+    *,
+    avx512_bf16: bool,
+    amx: bool = False,
+    aten: str = "AVX512",
+    onednn: str | None = None,
+) -> None:
+    """Make this process see a CPU with the given bfloat16 flags whose kernels are held to
+    ``aten`` (ATEN_CPU_CAPABILITY's effect) and ``onednn`` (ONEDNN_MAX_CPU_ISA; None: unset)."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: aten)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    if onednn is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", onednn)
+
+
 @pytest.mark.parametrize(
     ("avx512_bf16", "amx", "auto"),
     [(True, False, "bf16"), (False, True, "bf16"), (False, False, "fp32")],
 )
 def test_auto_precision_is_bf16_only_on_bfloat16_hardware(monkeypatch, avx512_bf16, amx, auto):
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    hold_cpu(monkeypatch, avx512_bf16=avx512_bf16, amx=amx)
     assert resolve_precision("auto", CPU) == auto
     for asked in ("fp32", "bf16", "fp16"):
         assert resolve_precision(asked, CPU) == asked  # what is asked for explicitly is kept
@@ -53,11 +72,48 @@ def test_auto_precision_is_bf16_only_on_bfloat16_hardware(monkeypatch, avx512_bf
     assert emulated_bfloat16_warning("fp32", CPU) is None
 
 
+@pytest.mark.parametrize(
+    ("aten", "onednn", "auto"),
+    [
+        ("AVX512", None, "bf16"),
+        ("AVX2", None, "fp32"),  # ATEN_CPU_CAPABILITY=avx2 (bench --isa avx2)
+        ("DEFAULT", None, "fp32"),
+        ("AVX512", "AVX2", "fp32"),  # ONEDNN_MAX_CPU_ISA=AVX2 alone
+        ("AVX512", "avx512_core", "fp32"),  # AVX512 without its bfloat16 instructions
+        ("AVX512", "AVX512_CORE_BF16", "bf16"),
+        ("AVX512", "AVX512_CORE_AMX", "bf16"),
+        ("AVX512", "ALL", "bf16"),
+        ("AVX2", "ALL", "fp32"),
+    ],
+)
+def test_auto_precision_follows_the_kernels_the_cpu_is_held_to(monkeypatch, aten, onednn, auto):
+    """A bfloat16 CPU whose kernels are held to AVX2 (``bench/decode.py --isa avx2``) emulates
+    bfloat16 as an AVX2 CPU does: auto is fp32 there and bf16 warns, naming the hold."""
+    hold_cpu(monkeypatch, avx512_bf16=True, amx=True, aten=aten, onednn=onednn)
+    assert resolve_precision("auto", CPU) == auto
+    warning = emulated_bfloat16_warning("bf16", CPU)
+    assert (warning is None) == (auto == "bf16")
+    assert warning is None or "ONEDNN_MAX_CPU_ISA" in warning
+
+
+def test_auto_precision_is_fp32_in_a_process_held_to_avx2():
+    """The real switch, not a patched one: ATEN_CPU_CAPABILITY=avx2 set before torch starts."""
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2"}
+    code = (
+        "import torch; from aiayn.runtime import resolve_precision; "
+        "print(torch.backends.cpu.get_cpu_capability(), "
+        "resolve_precision('auto', torch.device('cpu')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["AVX2", "fp32"]
+
+
 def test_emulated_bf16_warning_is_one_line(monkeypatch):
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    hold_cpu(monkeypatch, avx512_bf16=False)
     warning = emulated_bfloat16_warning("bf16", CPU)
     assert warning is not None and "\n" not in warning and "emulated" in warning
+    assert "AVX512-BF16 or AMX" in warning
 
 
 def test_auto_precision_on_a_gpu_is_bf16_from_ampere_on(monkeypatch):

@@ -103,19 +103,43 @@ class DeviceError(AiaynError):
 def computes_bfloat16(device: torch.device) -> bool:
     """True where bfloat16 matrix products run in hardware: an NVIDIA GPU of compute
     capability 8.0 on (Ampere; ``torch.cuda.is_bf16_supported()`` also counts emulation), an
-    AMD GPU, or an x86 CPU with AVX512-BF16 or AMX. Elsewhere PyTorch emulates them: on a
-    2-core AVX2 CPU a bf16 training step of the tiny model ran 20× slower than fp32 (193 vs
-    3,904 target tokens/s, ``bench/train.py``). ARM CPUs count as emulating, for want of a
-    check PyTorch offers."""
+    AMD GPU, or an x86 CPU with AVX512-BF16 or AMX whose kernels may use them
+    (:func:`cpu_kernels_reach_bfloat16`). Elsewhere PyTorch emulates them: on a 2-core AVX2
+    CPU a bf16 training step of the tiny model ran 20× slower than fp32 (193 vs 3,904 target
+    tokens/s, ``bench/train.py``). ARM CPUs count as emulating, for want of a check PyTorch
+    offers."""
     if device.type == "cuda":
         return bool(torch.version.hip) or torch.cuda.get_device_capability(device) >= (8, 0)
     if device.type == "mps":
         return False  # counted as emulated: auto stays fp32 on an Apple GPU
+    return cpu_has_bfloat16() and cpu_kernels_reach_bfloat16()
+
+
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU has AVX512-BF16 or AMX (its flags, whatever the kernels may use)."""
     cpu = torch.cpu
     return any(
         getattr(cpu, check, lambda: False)()
         for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     )
+
+
+# oneDNN's instruction-set limits (ONEDNN_MAX_CPU_ISA, formerly DNNL_MAX_CPU_ISA) that keep its
+# bfloat16 instructions: no limit, or a set from AVX512_CORE_BF16 on (the AMX, FP16 and AVX10 ones)
+ONEDNN_BFLOAT16_ISAS = ("BF16", "AMX", "FP16", "AVX10")
+
+
+def cpu_kernels_reach_bfloat16() -> bool:
+    """Whether the kernels PyTorch runs may use the CPU's bfloat16 instructions: ATen's
+    (``torch.backends.cpu.get_cpu_capability()``, which ``ATEN_CPU_CAPABILITY`` holds down)
+    reach AVX512, and oneDNN's instruction set (``ONEDNN_MAX_CPU_ISA``) is not held below
+    AVX512-BF16. An AVX512-BF16 machine held to AVX2 (``bench/decode.py --isa avx2``)
+    computes bfloat16 as an AVX2 one does: emulated."""
+    if torch.backends.cpu.get_cpu_capability() != "AVX512":
+        return False
+    limit = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "ALL"
+    limit = limit.strip().upper()
+    return limit in ("ALL", "DEFAULT") or any(isa in limit for isa in ONEDNN_BFLOAT16_ISAS)
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:
@@ -144,7 +168,12 @@ def emulated_bfloat16_warning(precision: str, device: torch.device) -> str | Non
     """A one-line warning when ``precision`` is bf16 on a device that emulates it."""
     if precision != "bf16" or computes_bfloat16(device):
         return None
-    lacks = "compute capability 8.0" if device.type == "cuda" else "AVX512-BF16 or AMX"
+    if device.type == "cuda":
+        lacks = "compute capability 8.0"
+    elif cpu_has_bfloat16():
+        lacks = "kernels held below AVX512-BF16 by ATEN_CPU_CAPABILITY or ONEDNN_MAX_CPU_ISA"
+    else:
+        lacks = "AVX512-BF16 or AMX"
     return (
         f"warning: bf16 on {device} without bfloat16 hardware ({lacks}) is emulated and "
         "many times slower than fp32 here; use precision fp32 or auto"

@@ -81,6 +81,8 @@ def test_bf16_decoding_warns_where_it_is_emulated_and_auto_avoids_it(
 ):
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bfloat16_hardware)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
     (tmp_path / "in.txt").write_text("the dog runs\n")
     args = ["translate", "--model", str(model_dir), "-i", str(tmp_path / "in.txt"), "--beam", "2"]
     outputs = {}
