@@ -6,7 +6,8 @@ words what is wrong with it, or None; ``parse`` reads one from text (a command-l
 option, a form or query-string value) and checks it. Each layer raises its own error with
 the words: the config layer ``ConfigError`` (``check``), the server ``BadRequest``, the
 command line argparse's one-line error. A boolean is never a number (``beam=True`` is
-refused), NaN and infinities are never in range, ``1.9`` is not a whole number.
+refused), NaN and infinities are never in range, ``1.9`` is not a whole number. Text is
+checked the same way: ``lone_surrogate`` finds what makes a string invalid Unicode.
 
 Imports nothing from aiayn but the errors, so every layer may use it.
 """
@@ -144,3 +145,14 @@ def check(owner: Any, rules: dict[str, Rule], error: type[Exception], where: str
     for name, rule in rules.items():
         if found := rule.problem(getattr(owner, name)):
             raise error(f"{where}{name} {found}")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index in ``text`` of its first lone surrogate (a code point of U+D800-U+DFFF
+    standing alone, which no encoding can write, so the text could never be tokenized or
+    sent back), or None where ``text`` is valid Unicode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from aiayn.checks import lone_surrogate
 from aiayn.errors import AiaynError
 from aiayn.models.transformer import Transformer
 from aiayn.search_options import SearchOptions
@@ -61,13 +62,12 @@ def check_lines(lines: Sequence[str]) -> None:
     for n, line in enumerate(lines, 1):
         if not isinstance(line, str):
             raise TranslationError(f"line {n}: expected text (str), got {type(line).__name__}")
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError as e:
+        at = lone_surrogate(line)
+        if at is not None:
             raise TranslationError(
-                f"line {n}: a lone surrogate (U+{ord(line[e.start]):04X} at character "
-                f"{e.start + 1}), not valid Unicode"
-            ) from None
+                f"line {n}: a lone surrogate (U+{ord(line[at]):04X} at character {at + 1}), "
+                "not valid Unicode"
+            )
 
 
 def check_options(options: SearchOptions) -> None:

@@ -14,7 +14,7 @@ import json
 import unicodedata
 from typing import Any
 
-from aiayn.checks import Flag, Number, OneOf, Rule, Whole
+from aiayn.checks import Flag, Number, OneOf, Rule, Whole, lone_surrogate
 from aiayn.errors import AiaynError
 from aiayn.search_options import Texts
 
@@ -134,13 +134,12 @@ def text(value: Any, name: str) -> str:
     """A string that is valid Unicode (no lone surrogate: it could never be encoded)."""
     if not isinstance(value, str):
         raise BadRequest(f"Invalid request: {name} must be text, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as e:
+    at = lone_surrogate(value)
+    if at is not None:
         raise BadRequest(
-            f"Invalid request: {name} holds a lone surrogate (U+{ord(value[e.start]):04X} at "
-            f"character {e.start}), not valid Unicode"
-        ) from None
+            f"Invalid request: {name} holds a lone surrogate (U+{ord(value[at]):04X} at "
+            f"character {at + 1}), not valid Unicode"
+        )
     return value
 
 
