@@ -34,17 +34,21 @@ def repository_url(pyproject: Path = ROOT / "pyproject.toml") -> str | None:
 
 
 def install_source(url: str | None) -> str:
-    """The notebook's first code cell: installs aiayn where it is missing (Colab)."""
-    head = (
-        "# aiayn, where it is not installed yet (Colab, a fresh virtual environment)\n"
-        "import importlib.util\n\n"
-    )
+    """The notebook's first code cell: installs aiayn where it is missing (Colab) from the
+    repository at ``url``; without one, it says how to install aiayn from a clone."""
     if url is None:
-        return head + (
+        return (
+            "# aiayn, installed from a clone of its repository: in a virtual environment,\n"
+            "# PyTorch first, then `pip install -e .` in the clone (the tutorial page shows how)\n"
+            "import importlib.util\n\n"
             'if importlib.util.find_spec("aiayn") is None:\n'
             '    raise ModuleNotFoundError("install aiayn first: '
             'pip install -e . in a clone of its repository")'
         )
+    head = (
+        "# aiayn, where it is not installed yet (Colab, a fresh virtual environment)\n"
+        "import importlib.util\n\n"
+    )
     return head + (
         "import subprocess\n"
         "import sys\n\n"

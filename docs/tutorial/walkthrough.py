@@ -15,8 +15,9 @@
 # and §6 of "Attention Is All You Need" through aiayn's own modules, with the tensor shapes
 # at each step checked as they are printed. It trains a small model on the copy task and
 # draws all three of its attentions; its exercises break one piece of the paper at a time and
-# check what happens. It runs on two CPU cores in about two minutes, as a script or in Jupyter
-# (`docs/tutorial/tutorial.ipynb` is this file as a notebook).
+# check what happens. It runs on two CPU cores in under three minutes, as a script or in
+# Jupyter (`docs/tutorial/tutorial.ipynb` is this file as a notebook), with aiayn installed
+# and nothing of its extras.
 #
 # The pictures go to `$AIAYN_FIGURES` (default `figures/`); the documentation's build runs
 # this notebook to draw the tutorial's pictures.

@@ -4,7 +4,12 @@ documentation's build runs it (``test_site``)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import importlib.util
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -53,3 +58,72 @@ def test_the_notebook_checks_its_shapes_and_its_copy_accuracy():
     code = "\n".join(c.source for c in notebook.build().cells if c.cell_type == "code")
     assert "assert memory.shape == (B, S, D) and logits.shape == (B, T, VOCAB)" in code
     assert "assert accuracy > 0.9" in code
+
+
+def _core_distributions() -> set[str]:
+    """aiayn and the distributions its own install brings (``[project].dependencies`` and
+    theirs, as installed here): what the notebook's minimal install gives, no extra."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = notebook.tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    todo = [(Requirement(line), {""}) for line in project["project"]["dependencies"]]
+    core = {"aiayn"}
+    while todo:
+        requirement, extras = todo.pop()
+        name = canonicalize_name(requirement.name)
+        marker = requirement.marker
+        if name in core or (marker and not any(marker.evaluate({"extra": e}) for e in extras)):
+            continue
+        core.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo.extend((Requirement(line), {"", *requirement.extras}) for line in requires)
+    return core
+
+
+def _blocked_modules(core: set[str]) -> list[str]:
+    """The importable names of every installed distribution outside ``core``."""
+    from packaging.utils import canonicalize_name
+
+    return sorted(
+        module
+        for module, dists in importlib.metadata.packages_distributions().items()
+        if not any(canonicalize_name(d) in core for d in dists)
+    )
+
+
+def test_the_notebook_imports_nothing_outside_aiayns_own_install():
+    """The tutorial page promises the notebook needs aiayn's install and none of its extras:
+    its imports run with every other installed distribution made unimportable."""
+    code = [c.source for c in notebook.build().cells if c.cell_type == "code"]
+    imports = [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse("\n".join(code)))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    ]
+    assert any("aiayn" in line for line in imports) and any("torch" in line for line in imports)
+    blocked = _blocked_modules(_core_distributions())
+    assert "fastapi" in blocked and "jupytext" in blocked and "torch" not in blocked
+    script = (
+        "import sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules.setdefault(name, None)  # import name raises ImportError\n"
+        + "\n".join(imports)
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_import_check_sees_an_extra(tmp_path):
+    blocked = _blocked_modules(_core_distributions())
+    script = f"import sys\nfor name in {blocked!r}:\n    sys.modules.setdefault(name, None)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script + "import fastapi"], capture_output=True, text=True
+    )
+    assert done.returncode != 0 and "fastapi" in done.stderr
