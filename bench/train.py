@@ -1,6 +1,7 @@
 """Training-step throughput, side by side: aiayn vs torch.nn.Transformer vs HF Marian.
 
     python bench/train.py [--sizes tiny base] [--steps 8] [--precisions fp32 bf16] [--isa avx2]
+    python bench/train.py --isa avx2 --sizes tiny --precisions fp32 --compiled aiayn
     python bench/train.py --device cuda [--sizes base big] [--pairs 1700]
     python bench/train.py --device cuda --shape wmt [--compiled aiayn nn.Transformer]
 
@@ -24,7 +25,8 @@ GPU's dense bfloat16 peak (``--peak-tflops``; 989 for an H100 SXM).
 ``--shape wmt`` makes the batches WMT-like instead: sentences of 20-34 tokens (27 on
 average, both sides), ~25,000 target tokens a batch (§5.1), vocabulary 37,000 (the WMT14
 recipe's). ``--compiled SYSTEM ...`` adds a row for each system named, its model (aiayn: its
-loss module, as ``run.compile`` does) under ``torch.compile(dynamic=True)``. ``--trace FILE``
+loss module, as ``run.compile`` does) under ``torch.compile(dynamic=True)``, on a CPU in
+each of the precisions its eager rows run. ``--trace FILE``
 adds the 30 costliest operators of a few steps of each row (``torch.profiler``) to FILE.
 """
 
@@ -287,7 +289,11 @@ def main() -> None:
         "--systems", nargs="*", default=list(GPU_SYSTEMS), choices=GPU_SYSTEMS, help="GPU rows"
     )
     parser.add_argument(
-        "--compiled", nargs="*", default=[], choices=GPU_SYSTEMS, help="GPU rows to compile"
+        "--compiled",
+        nargs="*",
+        default=[],
+        choices=GPU_SYSTEMS,
+        help="systems to add a torch.compile row for (GPU: bf16; CPU: each precision)",
     )
     parser.add_argument("--trace", help="a file each row's costliest operators are added to")
     parser.add_argument(
@@ -340,7 +346,7 @@ def bench_size(size: str, args) -> None:
     versus = "vs nn.T" if gpu else "vs nn.T fp32"
     header = f"  {'system':24} {'precision':9} {'allocator':9} {'tok/s':>9} {versus:>12}"
     print(f"{header} MFU" if gpu else header)
-    runs = RUNS
+    runs = RUNS + [(s + COMPILED, p, a) for s, p, a in RUNS if s in args.compiled]
     if gpu:
         systems = [*args.systems, *(s + COMPILED for s in args.compiled)]
         runs = [(system, "bf16", "default") for system in systems]
