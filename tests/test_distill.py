@@ -4,7 +4,10 @@ inputs) and the pipeline's "distill" stage training a student on the teacher's o
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -111,6 +114,44 @@ def test_a_run_killed_between_shards_resumes_to_identical_files(
     assert _files(out) == _files(finished)
     assert _distill(trained_model_dir, source, out) == 0  # nothing left: no process started
     assert len(taken) == 2 and _files(out) == _files(finished)
+
+
+@pytest.mark.slow  # three decoding processes start
+def test_a_killed_decoding_process_is_one_line_and_the_rerun_resumes(
+    distilled, trained_model_dir, tmp_path, monkeypatch, capsys
+):
+    """A pool process SIGKILLed (as the out-of-memory killer does) fails the run in one line
+    with exit 2, not a wait for ever; the shard finished before stays, and a rerun translates
+    only the others, to the same files."""
+    source, finished = distilled
+    out = tmp_path / "out"
+    real = distill_module.translate_shards
+
+    def killed_after_one(spec, shards, options, *, workers):
+        first, *rest = list(shards)
+        yield from real(spec, [first], options, workers=1)
+        before = {p.pid for p in multiprocessing.active_children()}
+
+        def killing():  # read by the second pool once its process has started
+            for p in multiprocessing.active_children():
+                if p.pid not in before:
+                    os.kill(p.pid, signal.SIGKILL)
+            yield from rest
+
+        yield from real(spec, killing(), options, workers=1)
+
+    monkeypatch.setattr(distill_module, "translate_shards", killed_after_one)
+    capsys.readouterr()
+    assert _distill(trained_model_dir, source, out, "--workers", "1") == 2
+    err = capsys.readouterr().err.strip()  # the progress log, then the error
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert "Traceback" not in err and errors == [err.splitlines()[-1]]
+    assert errors[0].startswith("aiayn distill: error:") and "was killed by SIGKILL" in err
+    assert "1 finished shard(s) kept" in err and "run again to resume" in err
+    assert sorted(p.name for p in (out / SHARDS).iterdir()) == ["000000.jsonl"]
+    monkeypatch.setattr(distill_module, "translate_shards", real)
+    assert _distill(trained_model_dir, source, out, "--workers", "1") == 0
+    assert _files(out) == _files(finished)
 
 
 def test_other_settings_are_refused_in_one_line_or_restarted(

@@ -8,21 +8,22 @@ do not depend on which process took it or on what it decoded before: the same mo
 options and lines give the same shard, the ground a resumable corpus translation
 (``aiayn.pipeline.distill``) stands on.
 
-A ``multiprocessing`` pool, not ``TranslatorProcess``es behind threads: the pool ends its
-processes at once when its caller stops (Ctrl-C, an error), where a thread waiting on a
-``TranslatorProcess`` would start a new one.
+A ``multiprocessing`` pool (``decode.pool.unordered``), not ``TranslatorProcess``es behind
+threads: the pool ends its processes at once when its caller stops (Ctrl-C, an error), where a
+thread waiting on a ``TranslatorProcess`` would start a new one; a process that dies (the
+out-of-memory killer) is ``ProcessDied``, not a wait for the shard it took with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import multiprocessing
 import signal
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from aiayn.decode.inputs import TranslationError
+from aiayn.decode.pool import unordered
 from aiayn.decode.process import DecoderSpec, set_up_child
 from aiayn.decode.translator import Translator
 from aiayn.search_options import SearchOptions
@@ -69,12 +70,11 @@ def translate_shards(
 
     Raises:
         TranslationError: the model could not be loaded, or could not translate a shard.
+        ProcessDied: a decoding process died (the shards done then are yielded first).
     """
     options = dataclasses.replace(options, text="raw")
     tasks = ((index, lines, options) for index, lines in shards)
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_start, initargs=(spec,)) as pool:
-        yield from pool.imap_unordered(_translate, tasks)
+    yield from unordered(_translate, tasks, workers=workers, initializer=_start, initargs=(spec,))
 
 
 _translator: Translator | None = None  # the process's model, once loaded

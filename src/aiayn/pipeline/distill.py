@@ -31,7 +31,7 @@ import dataclasses
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +39,9 @@ from aiayn.config import DistillConfig
 from aiayn.config_io import model_config_of
 from aiayn.data.corpus import read_lines
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, read_tokenizer_info
+from aiayn.decode.pool import ProcessDied
 from aiayn.decode.process import DecoderSpec
-from aiayn.decode.shards import Translated, translate_shards
+from aiayn.decode.shards import Shard, Translated, translate_shards
 from aiayn.errors import AiaynError, ConfigError
 from aiayn.files import remove_stale_temporaries, sha256_file, write_file
 
@@ -271,11 +272,33 @@ def _changed(before: dict, now: dict) -> str | None:
 
 
 def _translate(teacher: Teacher, todo: list, out: Path, cfg: DistillConfig, log) -> None:
-    """Translate the ``todo`` shards, writing each as soon as it is done."""
+    """Translate the ``todo`` shards, writing each as soon as it is done.
+
+    Raises:
+        DistillError: a decoding process died (every shard finished before is kept)."""
     spec = DecoderSpec(str(teacher.path), threads=1)
-    done, lines = 0, sum(len(rows) for _, rows in todo)
+    try:
+        _write_shards(
+            translate_shards(spec, todo, cfg.decode, workers=min(cfg.workers, len(todo))),
+            out,
+            log,
+            sum(len(rows) for _, rows in todo),
+        )
+    except ProcessDied as e:
+        kept = sum(1 for _ in (out / SHARDS).glob("*.jsonl"))
+        raise DistillError(
+            f"{teacher.path}: {e} while translating; {kept} finished shard(s) kept in "
+            f"{out / SHARDS}: run again to resume (fewer workers need less memory)"
+        ) from None
+
+
+def _write_shards(
+    shards: Iterator[Shard], out: Path, log: Callable[[str], None], lines: int
+) -> None:
+    """Write each of ``shards`` as it comes, logging the progress over ``lines`` lines."""
+    done = 0
     begin = time.perf_counter()
-    for shard in translate_shards(spec, todo, cfg.decode, workers=min(cfg.workers, len(todo))):
+    for shard in shards:
         text = "".join(
             json.dumps(dataclasses.asdict(row), ensure_ascii=False) + "\n" for row in shard.rows
         )
