@@ -32,13 +32,10 @@ from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
 from aiayn.eval.outputs import OutputCheck
 from aiayn.files import sha256_file
-from aiayn.interop.argos import export_argos
-from aiayn.interop.ct2 import export_ct2
-from aiayn.interop.destination import ExportError
-from aiayn.interop.hf import check_marian, export_hf
 from aiayn.pipeline.calibration import calibrate_confidence, calibrates
 from aiayn.pipeline.corpus import DOMAINS, CorpusFiles, corpus_files, read_split
 from aiayn.pipeline.distill import check_teacher, distill
+from aiayn.pipeline.exports import check_exports, export, exports
 from aiayn.pipeline.prepared import (
     changed_text,
     check_checkpoints_allow,
@@ -374,48 +371,6 @@ def _scores(hyps: list[str], references: list[str], corpus: CorpusFiles, p: Pipe
     return corpus_scores(hyps, references, tgt_lang=p.tgt_lang, tokenize=tokenize)
 
 
-EXPORTS = "exports"  # under the work directory
-
-
-def check_exports(job: Job) -> None:
-    """Refuses, before any work, an export the recipe's model cannot have."""
-    targets = job.p.exports
-    if "hf" in targets:
-        check_marian(job.recipe.train.model, where="the recipe (pipeline.exports has hf)")
-    if "argos" in targets and not job.recipe.prepare.get("joint_vocab", True):
-        raise ExportError(
-            "the recipe: pipeline.exports has argos, which needs one SentencePiece model "
-            "for both languages (prepare.joint_vocab = false)"
-        )
-
-
-def export(job: Job) -> None:
-    """Writes the model in each format the recipe names under ``exports/`` (replacing an
-    earlier export)."""
-    out = job.work / EXPORTS
-    out.mkdir(exist_ok=True)
-    for target in job.p.exports:
-        path = EXPORTERS[target](job.model_dir, out, job.p)
-        job.log(f"exported {target}: {path}")
-
-
-EXPORTERS: dict[str, Callable[[Path, Path, PipelineConfig], Path]] = {
-    "ct2": lambda model, out, p: export_ct2(model, out / "ct2", overwrite=True),
-    "hf": lambda model, out, p: export_hf(model, out / "hf", overwrite=True),
-    "argos": lambda model, out, p: export_argos(
-        model,
-        out / f"{p.src_lang}_{p.tgt_lang}.argosmodel",
-        from_code=p.src_lang,
-        to_code=p.tgt_lang,
-        overwrite=True,
-    ),
-}
-
-
-def _exports(job: Job) -> bool:
-    return bool(job.p.exports)
-
-
 def literature_score(job: Job) -> None:
     """Scores each test split's hypotheses as the literature scores Multi30k: normalised,
     Moses-tokenised and lowercased as the dataset's ``task1-tokenize.sh`` made its ``tok/``
@@ -434,7 +389,7 @@ def literature_score(job: Job) -> None:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("check exports", "", check_exports, when=_exports),
+    Stage("check exports", "", check_exports, when=exports),
     Stage("corpus", "multi30k/ or wmt14/ (named corpora)", fetch_corpus),
     Stage("distill", f"{DISTILLED}/", distill_corpus, when=lambda job: bool(job.p.distill.teacher)),
     Stage("prepare", "data/", prepare_data, done=prepared),
@@ -446,5 +401,5 @@ STAGES: tuple[Stage, ...] = (
     Stage("translate and score", "results/", translate_and_score),
     Stage("literature score", "", literature_score, when=lambda job: job.p.literature_bleu),
     Stage("model card", "model/README.md", write_card, when=lambda job: bool(job.tests)),
-    Stage("export", "exports/", export, when=_exports),
+    Stage("export", "exports/", export, when=exports),
 )
