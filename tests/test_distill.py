@@ -21,8 +21,10 @@ from aiayn.decode.shards import Translated
 from aiayn.models import build_model
 from aiayn.pipeline import STAGES, run_pipeline
 from aiayn.pipeline.distill import SHARDS, filter_pairs
-from aiayn.store import save_model
+from aiayn.store import load_model, save_model
+from aiayn.store.card import ModelCard, Score
 from aiayn.store.model_dir import read_model_config
+from aiayn.train.checkpoint import model_assets
 
 from .data.corpora import sentences, write_lines
 
@@ -255,7 +257,21 @@ def test_student_presets_are_deep_encoders_over_shallow_decoders():
     )
 
 
+def _teacher_with_test_scores(trained_model_dir: Path, where: Path) -> Path:
+    """The tiny teacher in a directory of its own, its card holding two test sets' scores."""
+    model, cfg = load_model(trained_model_dir)
+    scores = (
+        Score("test2016", "BLEU", 38.44, "nrefs:1|case:mixed|tok:13a", "beam 5, α 0.6"),
+        Score("test2016", "chrF", 64.1, "nrefs:1|case:mixed", "beam 5, α 0.6"),
+        Score("test2017", "BLEU", 31.07, "nrefs:1|case:mixed|tok:13a", "beam 5, α 0.6"),
+    )
+    assets = model_assets(trained_model_dir)
+    return save_model(model, cfg, where, assets=assets, card=ModelCard(scores=scores))
+
+
+@pytest.mark.slow  # distils, trains a student and decodes its test set in a process
 def test_a_student_trains_on_the_teachers_translations(trained_model_dir, tmp_path):
+    teacher = _teacher_with_test_scores(trained_model_dir, tmp_path / "teacher")
     corpus = tmp_path / "corpus"
     write_lines(corpus.with_name("corpus.src"), sentences(40, seed=9, max_len=8))
     write_lines(corpus.with_name("corpus.tgt"), ["x"] * 40)  # references the student never sees
@@ -267,9 +283,14 @@ def test_a_student_trains_on_the_teachers_translations(trained_model_dir, tmp_pa
                 "tgt_lang": "tgt",
                 "train": "corpus",
                 "valid": "corpus",
-                "distill": {"teacher": str(trained_model_dir), "shard_lines": 16, "workers": 1},
+                "test": ["corpus"],
+                "test_limit": 4,
+                "beam": 1,
+                "average_last": 1,
+                "calibrate": False,
+                "distill": {"teacher": str(teacher), "shard_lines": 16, "workers": 1},
             },
-            "prepare": {"vocab_from": str(trained_model_dir)},
+            "prepare": {"vocab_from": str(teacher)},
             "model": {
                 "preset": "student_tiny",
                 "d_model": 32,
@@ -282,16 +303,21 @@ def test_a_student_trains_on_the_teachers_translations(trained_model_dir, tmp_pa
         },
         recipe_dir=str(tmp_path),
     )
-    stages = tuple(s for s in STAGES if s.name in ("corpus", "distill", "prepare", "train"))
-    result = run_pipeline(recipe, tmp_path / "work", stages=stages, recipe_dir=tmp_path)
+    result = run_pipeline(recipe, tmp_path / "work", recipe_dir=tmp_path)
     assert result.updates == 4 and list(result.stage_seconds)[:2] == ["corpus", "distill"]
+    assert "model card" in result.stage_seconds
     distilled = (tmp_path / "work" / "distilled" / "train.tgt").read_text().splitlines()
     assert distilled and "x" not in distilled
     data = load_prepared(tmp_path / "work" / "data")
-    assert data.manifest["vocab"]["from_model"]["path"] == str(trained_model_dir)
+    assert data.manifest["vocab"]["from_model"]["path"] == str(teacher)
     assert data.manifest["splits"]["train"]["pairs"] == len(distilled)
     student = read_model_config(tmp_path / "work" / "run" / "best")
     assert (student.n_encoder_layers, student.n_decoder_layers) == (2, 1)
+    card = (tmp_path / "work" / "model" / "README.md").read_text()
+    said = card.split("## Teacher\n", 1)[1].split("\n## ", 1)[0]
+    assert f"A student of the model in `{teacher}`" in said
+    assert "trained on the teacher's distilled translations" in said
+    assert "The teacher's test BLEU (from its model card): test2016 38.44, test2017 31.07." in said
 
 
 def test_the_multi30k_student_recipe_distils_the_main_model():

@@ -64,3 +64,33 @@ def test_a_trained_and_an_averaged_model_carry_their_card(tiny_dataset, tmp_path
     )
     assert _section(averaged, "Data") == data
     assert f"aiayn average {tmp_path / 'run'} --last 2" in _section(averaged, "Training")
+
+
+def test_a_cards_scores_read_back_and_a_students_card_names_its_teacher(tmp_path):
+    from aiayn.config import ModelConfig
+    from aiayn.store.card import CARD_FILE, ModelCard, Score, read_scores, render_card
+
+    cfg = ModelConfig(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=1, n_decoder_layers=1)
+    scores = (
+        Score("test2016", "BLEU", 38.44, "nrefs:1|case:mixed|tok:13a|version:2.4.3", "beam 5"),
+        Score("valid", "BLEU (greedy)", 12.5, "", "update 900, during training"),
+    )
+    (tmp_path / CARD_FILE).write_text(
+        render_card(ModelCard(scores=scores), cfg, parameters=1, tokenizer=None)
+    )
+    assert read_scores(tmp_path) == scores  # signatures hold "|"; "-" reads as no signature
+    assert read_scores(tmp_path / "nowhere") == ()
+
+    student = render_card(
+        ModelCard(teacher="runs/teacher/model", teacher_scores=scores),
+        cfg,
+        parameters=1,
+        tokenizer=None,
+    )
+    teacher = _section(student, "Teacher")
+    assert "A student of the model in `runs/teacher/model`" in teacher
+    assert "distilled translations" in teacher
+    assert "test BLEU (from its model card): test2016 38.44." in teacher  # not valid's
+    unscored = render_card(ModelCard(teacher="t"), cfg, parameters=1, tokenizer=None)
+    assert "The teacher's test BLEU is not on its model card." in _section(unscored, "Teacher")
+    assert "## Teacher" not in render_card(ModelCard(), cfg, parameters=1, tokenizer=None)

@@ -43,7 +43,7 @@ from aiayn.pipeline.prepared import (
     prepared_manifest,
     recorded_options,
 )
-from aiayn.store.card import Score
+from aiayn.store.card import Score, read_scores
 from aiayn.store.model_dir import is_model_directory, save_model
 from aiayn.store.model_dir import load_model as load_model_dir
 from aiayn.text.preprocessing import MOSES_LOWERCASED, TextProcessor
@@ -333,8 +333,10 @@ def translate_split(job: Job, split: str, prefix: str) -> TestResult:
 
 def write_card(job: Job) -> None:
     """Writes the model directory again with its test scores on its card (whole, as every
-    model directory is written)."""
+    model directory is written); a student's card names its teacher, with the test BLEU the
+    teacher's own card gives."""
     checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    teacher = job.p.distill.teacher
     scores = [
         Score(t.split, name, value, signature, f"beam {job.p.decode.beam}, α {job.alpha}")
         for t in job.tests
@@ -348,6 +350,8 @@ def write_card(job: Job) -> None:
         domain=DOMAINS.get(job.p.dataset, ""),
         scores=tuple(scores),
         limits=_bad_outputs(job),
+        teacher=teacher,
+        teacher_scores=read_scores(teacher) if teacher else (),
     )
     model, cfg = load_model_dir(job.model_dir)
     save_model(model, cfg, job.model_dir, assets=model_assets(job.model_dir), card=card)

@@ -54,6 +54,8 @@ class ModelCard:
     command: str = ""  # the command that made it
     config: dict[str, Any] | None = None  # the training config (or recipe), as a dict
     started_from: str = ""  # the model directory it was fine-tuned from
+    teacher: str = ""  # the model directory whose translations it was trained on (a student)
+    teacher_scores: tuple[Score, ...] = ()  # the teacher's test scores, from its own card
     data: tuple[DataFile, ...] = ()
     scores: tuple[Score, ...] = ()
     license: str = ""  # "" : not stated
@@ -134,6 +136,7 @@ def render_card(
         _model_section(cfg, parameters, tokenizer),
         _use_section(cfg),
         _data_section(card),
+        *([_teacher_section(card)] if card.teacher else []),
         _training_section(card),
         _scores_section(card),
         "## Licence\n\n"
@@ -203,6 +206,45 @@ def _data_section(card: ModelCard) -> str:
     )
     head = "| split | file | sentences | pieces | SHA-256 |\n|---|---|---:|---:|---|"
     return f"## Data\n\n{domain}\n\n{head}\n{rows}"
+
+
+def _teacher_section(card: ModelCard) -> str:
+    bleu = [f"{s.split} {s.value:.2f}" for s in card.teacher_scores if s.metric == "BLEU"]
+    scores = (
+        f"The teacher's test BLEU (from its model card): {', '.join(bleu)}."
+        if bleu
+        else "The teacher's test BLEU is not on its model card."
+    )
+    return (
+        f"## Teacher\n\nA student of the model in `{card.teacher}`: trained on the teacher's "
+        "distilled translations (sequence-level knowledge distillation, Kim & Rush 2016): the "
+        "teacher translated the training corpus's source side with beam search, and this "
+        f"model learned those translations in place of the references.\n\n{scores}"
+    )
+
+
+def read_scores(directory: str | Path) -> tuple[Score, ...]:
+    """The scores on the model card of the model directory ``directory`` (its Scores table,
+    as ``render_card`` writes it); none where it has no card or no scores."""
+    try:
+        text = (Path(directory) / CARD_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    _, found, rest = text.partition("\n## Scores\n")
+    table = rest.split("\n## ", 1)[0] if found else ""
+    scores = []
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|", 4)]  # signatures hold |
+        if len(cells) != 5:
+            continue
+        split, metric, value, note, signature = cells
+        try:
+            number = float(value)
+        except ValueError:
+            continue  # the header and its rule
+        signature = signature.strip("`")
+        scores.append(Score(split, metric, number, "" if signature == "-" else signature, note))
+    return tuple(scores)
 
 
 def _size(n: int) -> str:
