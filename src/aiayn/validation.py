@@ -15,8 +15,7 @@ from aiayn.eval import bleu_signature, chrf_signature, corpus_scores, make_bleu
 from aiayn.store.card import ModelCard
 from aiayn.train import Validator
 from aiayn.train.metrics import Metric
-
-SIGNATURES_FILE = "valid_signatures.txt"  # in the run directory: how validation was scored
+from aiayn.train.run_dir import SIGNATURES_FILE  # in the run directory
 
 
 def validators_for(cfg: TrainConfig) -> list[Validator]:

@@ -312,6 +312,22 @@ def test_resume_refuses_another_architecture(tiny_dataset, tmp_path):
         Trainer(cfg, resume=True)
 
 
+def test_a_run_scored_by_bleu_resumes(tiny_dataset, tmp_path):
+    """The validation's signatures file is the run's own: a resume does not take the run
+    directory for someone else's."""
+    from aiayn.validation import SIGNATURES_FILE, validators_for
+
+    run = {"max_updates": 2, "valid_every": 2, "save_every": 2, "valid_bleu": True}
+    cfg = tiny_train_config(tiny_dataset, tmp_path / "run", run=run)
+    Trainer(cfg, validators=validators_for(cfg)).train()
+    assert (tmp_path / "run" / SIGNATURES_FILE).is_file()
+    more = tiny_train_config(tiny_dataset, tmp_path / "run", run={**run, "max_updates": 4})
+    assert Trainer(more, resume=True, validators=validators_for(more)).train().update == 4
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirectoryError, match=r"did not write \(notes\.txt\)"):
+        Trainer(more, resume=True)
+
+
 def test_resume_refuses_data_of_another_vocabulary_of_the_same_size(tiny_dataset, tmp_path):
     """Same sizes, so the same architecture: only the pieces tell the data apart."""
     Trainer(tiny_train_config(tiny_dataset, tmp_path / "run", run={"max_updates": 2})).train()

@@ -57,7 +57,16 @@ class RunLock:
             self._lock = None
 
 
-RUN_FILES = ("checkpoints", "metrics.jsonl", "config.json", "best", "tensorboard", LOCK_FILE)
+SIGNATURES_FILE = "valid_signatures.txt"  # how validation was scored (aiayn.validation writes it)
+RUN_FILES = (
+    "checkpoints",
+    "metrics.jsonl",
+    "config.json",
+    "best",
+    "tensorboard",
+    SIGNATURES_FILE,
+    LOCK_FILE,
+)
 
 
 def check_run_directory(run_dir: Path) -> None:
