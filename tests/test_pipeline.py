@@ -276,3 +276,60 @@ def test_the_calibration_stage_fits_the_validation_split_or_says_why_not(tmp_pat
     calibrate_confidence(backwards)
     assert read_calibration(backwards.model_dir) is None
     assert any("not calibrated" in m and "does not rank" in m for m in backwards.messages)
+
+
+def test_the_shortlist_stage_ships_the_table_the_test_sets_decode_with(tmp_path):
+    """``shortlist_table``: the model directory gets the lexical table of the training
+    corpus (the one ``aiayn shortlist`` builds from it), kept through the model card's
+    rewrite, the test set decodes with ``shortlist``, and a rerun reuses the table."""
+    import torch
+
+    from aiayn.decode.shortlist import SHORTLIST_FILE, build_shortlist, load_shortlist
+    from aiayn.store.model_dir import read_model_config
+
+    recipe_file = _own_corpus_recipe(tmp_path, max_updates=20)
+    values = load_toml(str(recipe_file))
+    values["pipeline"] |= {"shortlist_table": 12, "shortlist": 6, "calibrate": False}
+    recipe = recipe_from_dict(values)
+    work = tmp_path / "work"
+    result = run_pipeline(recipe, work, recipe_dir=recipe_file.parent)
+    stages = list(result.stage_seconds)
+    assert stages[stages.index("average") + 1 : stages.index("average") + 3] == [
+        "shortlist",
+        "load model",
+    ]
+    [test] = result.tests
+    assert test.sentences == 30
+    cfg = read_model_config(work / "model")
+    table = load_shortlist(work / "model", cfg.src_vocab_size, cfg.tgt_vocab_size)
+    assert table is not None and table.per_source == 12
+
+    by_hand = tmp_path / "by-hand"
+    shutil.copytree(work / "model", by_hand)
+    (by_hand / SHORTLIST_FILE).unlink()
+    corpus = tmp_path / "corpus"
+    build_shortlist(
+        by_hand, corpus / "train.src.gz", corpus / "train.tgt.gz", best=12, frequent=100, raw=True
+    )
+    same = load_shortlist(by_hand, cfg.src_vocab_size, cfg.tgt_vocab_size)
+    assert same is not None and torch.equal(table.best, same.best)
+    assert torch.equal(table.frequent, same.frequent)
+
+    messages = Messages()
+    upto = ("corpus", "prepare", "train", "average", "shortlist")
+    again = tuple(s for s in STAGES if s.name in upto)
+    run_pipeline(recipe, work, recipe_dir=recipe_file.parent, reporter=messages, stages=again)
+    assert f"reusing {work / 'model' / SHORTLIST_FILE}" in messages, "\n".join(messages.lines)
+    values["pipeline"]["shortlist_table"] = 8  # other sizes: built again
+    run_pipeline(recipe_from_dict(values), work, recipe_dir=recipe_file.parent, stages=again)
+    assert load_shortlist(work / "model", cfg.src_vocab_size, cfg.tgt_vocab_size).per_source == 8
+
+
+def test_a_recipe_that_decodes_with_a_shortlist_builds_a_table_large_enough(tmp_path):
+    from aiayn.errors import ConfigError
+
+    values = load_toml(str(_own_corpus_recipe(tmp_path)))
+    for table in (0, 5):
+        values["pipeline"] |= {"shortlist": 6, "shortlist_table": table}
+        with pytest.raises(ConfigError, match="set shortlist_table to at least 6"):
+            recipe_from_dict(values)

@@ -125,10 +125,12 @@ def test_a_recipe_sets_every_field_in_pipeline_or_its_decode_table():
         # html reads natural text out of its markup (a recipe's text is raw by default)
         changes = {field.name: value, **({"text": "natural"} if field.name == "format" else {})}
         toml = {k: list(v) if isinstance(v, tuple) else v for k, v in changes.items()}
-        table = recipe_from_dict({"pipeline": {"decode": toml}})
+        # a recipe's shortlist decodes with the table the pipeline builds: as large a table
+        built = {"shortlist_table": value} if field.name == "shortlist" else {}
+        table = recipe_from_dict({"pipeline": {"decode": toml, **built}})
         assert table.pipeline.decode == dataclasses.replace(default, **changes)
         if "text" not in changes:  # [pipeline] text is the corpus's (tok or raw)
-            flat = recipe_from_dict({"pipeline": toml})
+            flat = recipe_from_dict({"pipeline": {**toml, **built}})
             assert flat.pipeline == table.pipeline, field.name
 
 

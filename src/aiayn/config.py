@@ -401,11 +401,24 @@ class PipelineConfig:
     # are) into model/calibration.json: every confidence the model gives is then an expected
     # chrF (aiayn calibrate; skipped, with a note, where the confidence does not rank)
     calibrate: bool = True
+    # build the model's vocabulary shortlist table from the training corpus into
+    # model/shortlist.safetensors, as `aiayn shortlist --best K` does (K: the most a
+    # shortlist can decode with)
+    shortlist_table: int = 0  # target pieces per source piece in the model's table (0: no table)
 
     def __post_init__(self) -> None:
         if self.literature_bleu and (self.dataset, self.text) != ("multi30k", "raw"):
             raise ValueError('literature_bleu needs dataset "multi30k" with text "raw"')
-        check_ranges(self, at_least_1=("average_last",), at_least_0=("examples", "test_limit"))
+        check_ranges(
+            self,
+            at_least_1=("average_last",),
+            at_least_0=("examples", "test_limit", "shortlist_table"),
+        )
+        if self.decode.shortlist > self.shortlist_table:
+            raise ValueError(
+                f"shortlist {self.decode.shortlist} decodes with the model's table: set "
+                f"shortlist_table to at least {self.decode.shortlist} so the pipeline builds it"
+            )
         if self.dataset == "files" and not (self.train and self.valid):
             raise ValueError('dataset "files" needs the train and valid file prefixes')
         if any(not a >= 0 for a in self.tune_alpha):

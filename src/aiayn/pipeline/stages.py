@@ -43,6 +43,7 @@ from aiayn.pipeline.prepared import (
     prepared_manifest,
     recorded_options,
 )
+from aiayn.pipeline.shortlist import build_table, shortlisted, shortlists
 from aiayn.store.card import Score, read_scores
 from aiayn.store.model_dir import is_model_directory, save_model
 from aiayn.store.model_dir import load_model as load_model_dir
@@ -399,6 +400,9 @@ STAGES: tuple[Stage, ...] = (
     Stage("prepare", "data/", prepare_data, done=prepared),
     Stage("train", "run/", train),
     Stage("average", "model/", average, done=averaged),
+    Stage(
+        "shortlist", "model/shortlist.safetensors", build_table, done=shortlisted, when=shortlists
+    ),
     Stage("load model", "", load_model),
     Stage("tune length penalty", "", tune_alpha, when=lambda job: bool(job.p.tune_alpha)),
     Stage("calibrate confidence", "model/calibration.json", calibrate_confidence, when=calibrates),
