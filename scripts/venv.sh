@@ -17,5 +17,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
-python -m pip install --quiet torch==2.13.0
-python -m pip install --quiet -e ".${1:+[$1]}"
+# pip byte-compiles what it installs on one core; compileall does it on every core (a file
+# that is no Python it cannot compile, as pip cannot: both go on)
+python -m pip install --quiet --no-compile torch==2.13.0
+python -m pip install --quiet --no-compile -e ".${1:+[$1]}"
+python -m compileall -qq -j 0 .venv/lib || true

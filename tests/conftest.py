@@ -100,8 +100,16 @@ def tiny_config(**overrides) -> ModelConfig:
 PROFILES = ["reference", "fast"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--dist loadgroup`` the workers take the units of work (a group, else a test)
+    in the order of the collection (``pytest_collection_modifyitems`` puts the slow ones
+    first), not pytest-xdist's own order by number of tests."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` are skipped where CUDA is not available. The tests of a module
     that share a module-scoped fixture (a server, a built site) form one xdist group: under
     ``--dist loadgroup`` they run on one worker, so the fixture is made once."""
@@ -109,8 +117,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
             item.add_marker(skip)
-        if _uses_module_fixture(item):
+        if _uses_module_fixture(item) and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if getattr(config.option, "loadgroup", False):  # set on the workers by pytest-xdist
+        _slow_units_first(items)
+
+
+def _slow_units_first(items: list[pytest.Item]) -> None:
+    """Order the units of work that the workers take one by one (an xdist group, else a
+    test): those with the most tests marked ``slow`` first, then the other groups, largest
+    first, then the single tests. The longest work starts at once, and the many short
+    tests at the end keep every worker busy to the last, none waiting on another's long
+    unit."""
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        group = item.get_closest_marker("xdist_group")  # named as pytest-xdist names it
+        name = (group.args[0] if group.args else group.kwargs.get("name")) if group else None
+        units.setdefault(f"@{name}" if group else item.nodeid, []).append(item)
+
+    def order(unit: list[pytest.Item]) -> tuple[int, bool, int]:
+        slow = sum(item.get_closest_marker("slow") is not None for item in unit)
+        grouped = unit[0].get_closest_marker("xdist_group") is not None
+        return -slow, not grouped, -len(unit)
+
+    items[:] = [item for unit in sorted(units.values(), key=order) for item in unit]
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:

@@ -129,6 +129,7 @@ def test_a_real_full_disk_while_saving(tiny_dataset, tmp_path):
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_prepare_killed_half_way_leaves_nothing_that_looks_complete(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -81,6 +81,7 @@ def test_translate_and_evaluate_score_korean_with_ko_mecab(korean, capsys):
     assert any("chrf" in r for r in rows if r["kind"] == "valid")
 
 
+@pytest.mark.slow
 def test_served_korean_is_what_the_command_line_gives(korean, capsys):
     from .serve.conftest import Server, httpx
 

@@ -24,6 +24,7 @@ def _run(argv: list, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_and_translates(tmp_path, trained_model_dir):
     dist = tmp_path / "dist"
     # --no-isolation: the build backend installed here, not one downloaded (no network)

@@ -49,6 +49,7 @@ def _smoke_recipe(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_every_stage_produces_its_files_and_a_score(tmp_path, multi30k_dir):
     recipe = _smoke_recipe(tmp_path)
     result = run_pipeline(recipe, tmp_path / "work", corpus_from=multi30k_dir)
@@ -108,6 +109,7 @@ def _own_corpus_recipe(tmp_path, max_updates: int = 40) -> Path:
     return recipe_file
 
 
+@pytest.mark.slow
 def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
     """``dataset = "files"``: train, valid and test prefixes relative to the recipe."""
     recipe_file = _own_corpus_recipe(tmp_path)
@@ -146,6 +148,7 @@ def test_your_own_three_file_corpus_runs_through_the_pipeline(tmp_path):
     assert (work / "data" / "manifest.json").read_bytes() == data  # not prepared again
 
 
+@pytest.mark.slow
 def test_text_changed_under_the_same_path_is_prepared_again_or_refused(tmp_path):
     """The dataset records its text's digests: a run with checkpoints refuses text that
     changed under it (naming the file); without checkpoints the text is prepared again."""
@@ -184,6 +187,7 @@ def test_named_corpora_are_looked_for_where_the_user_says(tmp_path, monkeypatch)
     assert default_corpus_dir("multi30k").resolve() == (tmp_path / "shared/data/multi30k").resolve()
 
 
+@pytest.mark.slow
 def test_a_recipe_can_start_from_a_model_and_its_card_records_the_test_scores(
     tmp_path, trained_model_dir
 ):

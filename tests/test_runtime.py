@@ -185,6 +185,7 @@ def test_ideep_cache_is_capped_unless_the_user_set_it():
     assert _in_fresh_process(code, LRU_CACHE_CAPACITY="512") == "512"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
 def test_a_decoding_process_keeps_only_the_latest_compiled_kernels():
     code = """

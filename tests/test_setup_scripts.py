@@ -70,8 +70,9 @@ def test_run_sh_makes_the_venv_installs_torch_first_then_runs_the_pipeline(clone
     calls = [line for line in _log(env) if not line.startswith("python3 -c")]
     assert calls == [
         "python3 -m venv .venv",
-        "venv-python -m pip install --quiet torch==2.13.0",
-        "venv-python -m pip install --quiet -e .",
+        "venv-python -m pip install --quiet --no-compile torch==2.13.0",
+        "venv-python -m pip install --quiet --no-compile -e .",
+        "venv-python -m compileall -qq -j 0 .venv/lib",
         "venv-aiayn pipeline configs/multi30k_en_de_tiny_raw.toml --set run.max_minutes=1",
     ]
 
@@ -82,11 +83,12 @@ def test_test_sh_reuses_the_venv_and_installs_the_dev_extra(clone):
     assert _run(root, env, "scripts/test.sh", "tests/test_masks.py").returncode == 0
     calls = [line for line in _log(env) if not line.startswith("python3 -c")]
     assert calls.count("python3 -m venv .venv") == 1
-    assert calls[1:3] == [
-        "venv-python -m pip install --quiet torch==2.13.0",
-        "venv-python -m pip install --quiet -e .[dev]",
+    assert calls[1:4] == [
+        "venv-python -m pip install --quiet --no-compile torch==2.13.0",
+        "venv-python -m pip install --quiet --no-compile -e .[dev]",
+        "venv-python -m compileall -qq -j 0 .venv/lib",
     ]
-    assert calls[3].startswith("venv-python -m pytest ") and calls[3].endswith(" -x")
+    assert calls[4].startswith("venv-python -m pytest ") and calls[4].endswith(" -x")
     assert calls[-1].startswith("venv-python -m pytest ")
     assert calls[-1].endswith(" tests/test_masks.py")
 

@@ -129,7 +129,22 @@ def test_the_documents_have_runnable_blocks():
             assert not UNFETCHED.search(block.code), f"{block}: fetch the corpus (aiayn data)"
 
 
-@pytest.mark.parametrize("document", RUNNABLE, ids=lambda d: str(d.relative_to(REPO)))
+def _case(document: Path):
+    """A document with shell blocks is slow (each command is a process that loads PyTorch).
+    The documents that start with the same ``once`` block are one xdist group: one worker
+    runs them in turn, the first making what the block makes and the others copying it,
+    instead of a second worker waiting on the first's lock."""
+    runnable = [b for b in blocks(document) if b.runs]
+    marks = [pytest.mark.slow] if any(b.lang == "bash" for b in runnable) else []
+    if runnable[0].mark == "once":
+        digest = hashlib.sha256(runnable[0].code.encode()).hexdigest()[:16]
+        marks.append(pytest.mark.xdist_group(f"docs-once-{digest}"))
+    return pytest.param(document, marks=marks)
+
+
+@pytest.mark.parametrize(
+    "document", [_case(d) for d in RUNNABLE], ids=lambda d: str(d.relative_to(REPO))
+)
 def test_code_blocks_run(document, workdir, once_cache):
     if not (data_dir() / "multi30k").is_dir():
         pytest.skip(f"no local copy of the corpora at {data_dir()} (set AIAYN_DATA_DIR)")

@@ -69,6 +69,7 @@ def _built_site(root: Path) -> Path:
     return root / "site"
 
 
+@pytest.mark.slow
 def test_the_tutorial_holds_the_real_source_and_the_notebooks_pictures(site):
     page = (site / "tutorial" / "paper" / "index.html").read_text(encoding="utf-8")
     source = (REPO / "src" / "aiayn" / "modules" / "attention.py").read_text(encoding="utf-8")
@@ -86,12 +87,14 @@ def test_the_tutorial_holds_the_real_source_and_the_notebooks_pictures(site):
     assert (site / "tutorial" / "tutorial.ipynb").is_file()  # the notebook, to download
 
 
+@pytest.mark.slow
 def test_the_notebook_ran_top_to_bottom_within_three_minutes(site):
     """The build ran the notebook (its shapes and copy accuracy asserted in its cells)."""
     (timing,) = (site.parent / "cache").glob("figures-*/notebook-seconds.txt")
     assert float(timing.read_text()) < 180
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("language", languages())
 def test_each_language_has_its_tutorial_with_the_source_the_pictures_and_a_switcher(site, language):
     page = site / language / "tutorial" / "paper" / "index.html"
@@ -107,6 +110,7 @@ def test_each_language_has_its_tutorial_with_the_source_the_pictures_and_a_switc
     assert (site / language / "start" / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_the_reference_pages_are_built_from_the_code(site):
     commands = (site / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
     for name, parser, _ in reference.commands():

@@ -38,13 +38,15 @@ def _chromium(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([BROWSER, *flags, *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
     sentence = "The dog runs. The cat sleeps on the house."
     s = Server(en_de)
     try:
-        url = f"{s.url}/?q={quote(sentence)}"
-        dom = _chromium("--dump-dom", url)
-        shot = _chromium(f"--screenshot={tmp_path / 'page.png'}", url)
+        # one load gives both: the DOM, then the screenshot of the same page
+        dom = _chromium(
+            "--dump-dom", f"--screenshot={tmp_path / 'page.png'}", f"{s.url}/?q={quote(sentence)}"
+        )
     finally:
         s.stop()
     [[expected]] = Translator.from_dir(en_de).translate([sentence])
@@ -57,12 +59,13 @@ def test_the_page_translates_and_draws_the_attention(en_de, tmp_path):
     assert 'src="blob:' in dom.stdout  # the heatmap image was fetched and shown
     assert "Drawing the attention picture" in dom.stdout  # said while it is drawn
     assert '<small id="drawing" role="status"></small>' in dom.stdout  # and gone once shown
-    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert dom.returncode == 0, dom.stderr[-2000:]
     image = Image.open(tmp_path / "page.png").convert("RGB")
     assert _text_in_translation_box(image), "the translation box is empty in the screenshot"
     assert _viridis_pixels(image) > 2000, "no attention heatmap in the screenshot"
 
 
+@pytest.mark.slow
 def test_the_page_offers_every_served_pair_and_translates_with_the_chosen_one(en_de, fr_de):
     sentence = "the dog runs"
     s = Server(en_de, "--model", str(fr_de))

@@ -185,6 +185,7 @@ def test_the_page_and_its_attention_picture(server):
     assert httpx.get(server.url + "/attention.png").status_code == 400
 
 
+@pytest.mark.slow
 def test_api_keys_cors_queue_and_time_outs(en_de, tmp_path):
     (tmp_path / "keys").write_text("# keys\nsecret-1\n")
     s = Server(
@@ -236,6 +237,7 @@ def test_api_keys_cors_queue_and_time_outs(en_de, tmp_path):
         s.stop()
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_every_accepted_request(en_de):
     s = Server(en_de, "--workers", "1")
     texts = [f"{word} {sentence}" for word in ("a", "the", "one") for sentence in SENTENCES]
@@ -263,6 +265,7 @@ def test_sigterm_finishes_every_accepted_request(en_de):
         httpx.get(s.url + "/health", timeout=2)
 
 
+@pytest.mark.slow
 def test_a_dead_decoding_process_is_replaced(en_de):
     s = Server(en_de, "--workers", "1")
     try:
@@ -278,6 +281,7 @@ def test_a_dead_decoding_process_is_replaced(en_de):
         s.stop()
 
 
+@pytest.mark.slow
 def test_decoding_processes_end_with_a_killed_server(en_de):
     s = Server(en_de, "--workers", "2")
     decoders = [p for p in children(s.proc.pid) if b"spawn_main" in _cmdline(p)]
@@ -297,6 +301,7 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+@pytest.mark.slow
 def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_de):
     from fastapi.testclient import TestClient
 
@@ -332,6 +337,7 @@ def _transformers() -> int:
     return sum(type(o) is Transformer for o in gc.get_objects())
 
 
+@pytest.mark.slow
 def test_several_models_each_under_its_language_pair(en_de, fr_de, tmp_path):
     """Two models in one server: ``/languages`` lists both pairs, each request is decoded
     by the model of its pair (``source: auto`` by the language lingua finds); a second model

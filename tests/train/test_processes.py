@@ -23,6 +23,7 @@ def _weights(run_dir):
     return load_file(str(list_checkpoints(run_dir)[-1] / "model.safetensors"))
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, tmp_path, profile):
     run = {
         "profile": profile,
@@ -99,6 +100,7 @@ needs_distributed = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_distributed
 def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
     double = _accumulation_pair(tiny_dataset, tmp_path)
@@ -114,6 +116,7 @@ def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_datase
     _assert_same_training(tmp_path)
 
 
+@pytest.mark.slow
 @needs_distributed
 def test_two_machines_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
     """``torchrun --nnodes 2`` on 127.0.0.1: two "machines" of one process each, gloo."""
