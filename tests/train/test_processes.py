@@ -19,6 +19,9 @@ CLI = [sys.executable, "-m", "aiayn"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
+RESUMED_UPDATES = 120  # killed after update 20: the resumed run crosses an epoch's end
+
+
 def _weights(run_dir):
     return load_file(str(list_checkpoints(run_dir)[-1] / "model.safetensors"))
 
@@ -27,7 +30,7 @@ def _weights(run_dir):
 def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, tmp_path, profile):
     run = {
         "profile": profile,
-        "max_updates": 300,
+        "max_updates": RESUMED_UPDATES,
         "save_every": 10,
         "keep_last": 2,
         "valid_every": 1000,
@@ -51,7 +54,7 @@ def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, 
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     last = list_checkpoints(tmp_path / "killed")[-1].name
-    assert last < "step_00000300", f"killed too late: {last}"
+    assert last < f"step_{RESUMED_UPDATES:08d}", f"killed too late: {last}"
 
     resumed = subprocess.run(
         [*CLI, "train", str(killed), "--resume"], env=ENV, capture_output=True, text=True
@@ -64,32 +67,45 @@ def test_resume_after_sigkill_ends_with_bitwise_identical_weights(tiny_dataset, 
         assert torch.equal(a[name], b[name]), name
 
 
-def _accumulation_pair(dataset, tmp_path):
-    """A one-process run with twice the accumulation, and the config for two processes."""
-    common = {
-        "max_updates": 8,
-        "log_every": 1,
-        "valid_every": 100,
-        "save_every": 100,
-        "device": "cpu",  # gloo on the CPU, also where GPUs (fewer than processes) exist
-    }
-    model = {"dropout": 0.0}
+ACCUMULATION = {
+    "max_updates": 8,
+    "log_every": 1,
+    "valid_every": 100,
+    "save_every": 100,
+    "device": "cpu",  # gloo on the CPU, also where GPUs (fewer than processes) exist
+}
+
+
+@pytest.fixture(scope="module")
+def one_process_run(tiny_dataset, tmp_path_factory):
+    """A one-process run with twice the accumulation, run once for both tests that compare
+    two processes with it."""
+    root = tmp_path_factory.mktemp("accumulation")
     single = write_toml(
-        tmp_path / "one.toml",
-        config_dict(dataset, tmp_path / "one", run=common, model=model, optim={"update_freq": 2}),
-    )
-    double = write_toml(
-        tmp_path / "two.toml", config_dict(dataset, tmp_path / "two", run=common, model=model)
+        root / "one.toml",
+        config_dict(
+            tiny_dataset,
+            root / "one",
+            run=ACCUMULATION,
+            model={"dropout": 0.0},
+            optim={"update_freq": 2},
+        ),
     )
     subprocess.run([*CLI, "train", str(single)], check=True, env=ENV, capture_output=True)
-    return double
+    return root / "one"
 
 
-def _assert_same_training(tmp_path):
-    one, two = train_losses(tmp_path / "one"), train_losses(tmp_path / "two")
+def _two_processes_config(dataset, tmp_path):
+    """The config for the two processes, each with half the accumulation."""
+    values = config_dict(dataset, tmp_path / "two", run=ACCUMULATION, model={"dropout": 0.0})
+    return write_toml(tmp_path / "two.toml", values)
+
+
+def _assert_same_training(one_dir, two_dir):
+    one, two = train_losses(one_dir), train_losses(two_dir)
     assert len(one) == len(two) == 8  # rank 0 alone writes the log
     assert one == pytest.approx(two, rel=1e-5)
-    a, b = _weights(tmp_path / "one"), _weights(tmp_path / "two")
+    a, b = _weights(one_dir), _weights(two_dir)
     for name in a:
         torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5)
 
@@ -102,8 +118,10 @@ needs_distributed = pytest.mark.skipif(
 
 @pytest.mark.slow
 @needs_distributed
-def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
-    double = _accumulation_pair(tiny_dataset, tmp_path)
+def test_two_processes_equal_one_process_with_twice_the_accumulation(
+    tiny_dataset, tmp_path, one_process_run
+):
+    double = _two_processes_config(tiny_dataset, tmp_path)
     ddp = subprocess.run(
         [*TORCHRUN, "--standalone", "--nproc_per_node=2", "-m", "aiayn", "train", str(double)],
         env=ENV,
@@ -113,14 +131,16 @@ def test_two_processes_equal_one_process_with_twice_the_accumulation(tiny_datase
     )
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     assert "2 process(es)" in ddp.stderr
-    _assert_same_training(tmp_path)
+    _assert_same_training(one_process_run, tmp_path / "two")
 
 
 @pytest.mark.slow
 @needs_distributed
-def test_two_machines_equal_one_process_with_twice_the_accumulation(tiny_dataset, tmp_path):
+def test_two_machines_equal_one_process_with_twice_the_accumulation(
+    tiny_dataset, tmp_path, one_process_run
+):
     """``torchrun --nnodes 2`` on 127.0.0.1: two "machines" of one process each, gloo."""
-    double = _accumulation_pair(tiny_dataset, tmp_path)
+    double = _two_processes_config(tiny_dataset, tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -147,4 +167,4 @@ def test_two_machines_equal_one_process_with_twice_the_accumulation(tiny_dataset
     errors = [node.communicate(timeout=300)[1] for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], errors[0][-2000:] + errors[1][-2000:]
     assert "2 process(es)" in errors[0]
-    _assert_same_training(tmp_path)
+    _assert_same_training(one_process_run, tmp_path / "two")
