@@ -43,10 +43,12 @@ def test_the_wheel_installs_and_translates(tmp_path, trained_model_dir):
     assert not any(n.startswith(("tests/", "docs/", "bench/")) for n in names)
 
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)])  # torch from here
+    # torch from here; this pip installs into it (pip --python), not a copy of pip made in it
+    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)])
     python, command = venv / "bin" / "python", venv / "bin" / "aiayn"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    _run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], env=env)
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
+    _run([*pip, "install", "-q", "--no-deps", "--no-index", str(wheel)], env=env)
     where = _run([python, "-c", "import aiayn; print(aiayn.__file__)"], env=env, cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
     assert "translate" in _run([command, "--help"], env=env, cwd=tmp_path).stdout
