@@ -1,15 +1,17 @@
 """Protected spans, glossaries and confidence, measured on a trained model and Multi30k's
 test sets (raw, cased text: what the model translates as a user's text).
 
-    python bench/terms.py --model DIR [--sets 2016 2017] [--parts spans glossary confidence]
+    python bench/terms.py --model DIR [--sets 2016 2017 val] [--parts spans glossary confidence]
         [--src en --tgt de] [--beam 5] [--limit N] [--seed 0]
 
 - spans: a placeholder, inline code, a URL or an e-mail address (``SPANS``) is put between
   two words of a seeded 30% of the source lines. Each line is translated with protected
-  spans (the default: sentinels imposed by the constrained beam search), with the sentinels
-  alone (masked and restored, but not imposed: what the model copies by itself) and with
-  protection off. Prints the share of spans that came back verbatim exactly once, and the
-  BLEU of the whole set with each span taken out of its output, against the clean set's.
+  spans (the default: sentinels the model may copy, each span put back where its sentinel
+  is or, where the model left it out, where the span stood), with the sentinels imposed on
+  the beam search (``impose_spans``) and with protection off. Prints the share of spans
+  that came back verbatim exactly once, the share of lines whose every sentinel the model
+  wrote itself, and the BLEU of the whole set with each span taken out of its output,
+  against the clean set's.
 - glossary: for a seeded choice of 1-2 content words of each reference line, the source
   word of its line that co-occurs with it most in the training corpus (Dice coefficient
   over its lines, at least ``MIN_DICE``) makes a glossary entry of that line. Lines with
@@ -20,7 +22,9 @@ test sets (raw, cased text: what the model translates as a user's text).
   (``aiayn.eval.calibrate``, fitted on ``val``: printed first).
 
 Corpora under ``AIAYN_DATA_DIR`` (default ``../shared/data``): ``multi30k/train.*.gz`` and
-``multi30k/test_YEAR_flickr.*.gz``, ``multi30k/val.*.gz``.
+``multi30k/test_YEAR_flickr.*.gz``, ``multi30k/val.*.gz`` (``--sets val``: the validation
+set, where variants are chosen before the test sets are measured; ``confidence`` is
+calibrated on it, so it measures ``spans`` and ``glossary`` there).
 """
 
 from __future__ import annotations
@@ -65,6 +69,11 @@ def data_dir() -> Path:
     return Path(os.environ.get("AIAYN_DATA_DIR", "../shared/data")) / "multi30k"
 
 
+def set_name(name: str) -> str:
+    """The corpus of a ``--sets`` value: ``val``, or a test set's year."""
+    return name if name == "val" else f"test_{name}_flickr"
+
+
 def read(path: Path, limit: int | None = None) -> list[str]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         lines = [line.strip() for line in f]
@@ -101,17 +110,21 @@ def spans(translator, options, src: list[str], ref: list[str], seed: int) -> dic
     texts = [injected[i][0] for i in lines]
     masked = [mask(t, compile_patterns(())) for t in texts]
     off = dataclasses.replace(options, protect=False)
-    alone = translator.translate([m.text for m in masked], off)
-    variants = {
-        "protected (sentinels imposed)": [h[0].text for h in translator.translate(texts, options)],
-        "sentinels only (not imposed)": [
-            m.restore(h[0].text) for m, h in zip(masked, alone, strict=True)
-        ],
+    raw = [h[0].text for h in translator.translate([m.text for m in masked], off)]
+    imposed = dataclasses.replace(options, impose_spans=True)
+    variants = {  # the default, as Translator.translate does it, its model output kept
+        "protected (default)": [m.restore(r) for m, r in zip(masked, raw, strict=True)],
+        "protected, sentinels imposed": [h[0].text for h in translator.translate(texts, imposed)],
         "not protected": [h[0].text for h in translator.translate(texts, off)],
     }
+    placed = [
+        all(re.search(rf"(?<!\w){re.escape(s.sentinel)}(?!\w)", r) for s in m.spans)
+        for m, r in zip(masked, raw, strict=True)
+    ]
     result = {
         "lines with a span": len(lines),
         "BLEU clean": round(corpus_scores(clean, ref, tgt_lang=tgt_lang).bleu, 2),
+        "spans the model placed itself % (default)": round(100 * sum(placed) / len(placed), 2),
     }
     for name, outputs in variants.items():
         kept = [o.count(injected[i][1]) == 1 for i, o in zip(lines, outputs, strict=True)]
@@ -254,7 +267,9 @@ def calibration_fit(translator, options, args):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
-    parser.add_argument("--sets", nargs="+", default=["2016", "2017"])
+    parser.add_argument(
+        "--sets", nargs="+", choices=["2016", "2017", "val"], default=["2016", "2017"]
+    )
     parser.add_argument(
         "--parts",
         nargs="+",
@@ -275,10 +290,12 @@ def main() -> None:
     options = SearchOptions(beam=args.beam)
     fit = calibration_fit(translator, options, args) if "confidence" in args.parts else None
     for year in args.sets:
-        name = f"test_{year}_flickr"
+        name = set_name(year)
         src = read(data_dir() / f"{name}.{args.src}.gz", args.limit)
         ref = read(data_dir() / f"{name}.{args.tgt}.gz", args.limit)
         for part in args.parts:  # each printed as soon as it is measured
+            if part == "confidence" and year == "val":
+                continue  # calibrated on it: not a measurement
             if part == "spans":
                 found = spans(translator, options, src, ref, args.seed)
             elif part == "glossary":

@@ -228,6 +228,14 @@ class SearchOptions:
         request="protect_spans",
         flag="--no-protect",
     )
+    impose_spans: bool = option(
+        False,
+        "impose each protected span's sentinel on the beam search (placed by the model even "
+        "where it would drop it, at a cost in the rest of the sentence: "
+        "docs/how-to/protected-spans.md)",
+        Flag(),
+        request="impose_spans",
+    )
     protect_patterns: tuple[str, ...] = option(
         (),
         "also keep verbatim what this regular expression matches (repeatable)",

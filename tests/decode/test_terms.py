@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from aiayn.decode.terms import constraints_of, mark
 from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.errors import ConfigError
 from aiayn.text import protect
@@ -126,12 +127,38 @@ def test_a_protected_span_stands_where_the_model_puts_its_sentinel(translator, m
     assert found.text == reference.text.replace("house", "{{name}}")
 
 
+def test_an_imposed_sentinel_is_written_by_the_search_itself(translator, monkeypatch):
+    monkeypatch.setattr(protect, "SENTINELS", ("ball",))
+    line = "the dog {{name}} runs ."
+    [[free]] = translator.translate([line.replace("{{name}}", "ball")], BEAM)
+    imposed = dataclasses.replace(BEAM, impose_spans=True)
+    for options in (imposed, dataclasses.replace(imposed, beam=1)):  # greedy: constrained beam
+        [[found]] = translator.translate([line], options)
+        ball = translator.tgt_tokenizer.encode(["ball"])[0]
+        assert any(found.tokens[i : i + len(ball)] == ball for i in range(len(found.tokens)))
+        assert found.text.count("{{name}}") == 1
+    if "ball" not in free.text.split():  # the model drops it unimposed: placed where it stood
+        [[unimposed]] = translator.translate([line], BEAM)
+        assert unimposed.text.count("{{name}}") == 1
+
+
+def test_sentinels_are_constraints_only_when_imposed(translator, monkeypatch):
+    monkeypatch.setattr(protect, "SENTINELS", ("ball",))  # a word this model can spell
+    [marked] = mark(["a {x} b"], ["line 1"], protect=True, patterns=(), glossary=None)
+    tokenizer, prepare = translator.tgt_tokenizer, translator.tgt_text.prepare
+    assert constraints_of([marked], prepare, tokenizer, print, spans=False) == [[]]
+    [[ids]] = constraints_of([marked], prepare, tokenizer, print, spans=True)
+    assert ids == tokenizer.encode([prepare(marked.masked.spans[0].sentinel)])[0]
+
+
+@pytest.mark.parametrize("impose", [False, True], ids=["copied", "imposed"])
 def test_every_span_comes_back_once_even_where_the_model_cannot_spell_its_sentinel(
-    translator,
+    translator, impose
 ):
     line = "the dog %(count)d runs to https://example.org/a?b=1 , a.b@example.com {0} ."
     warnings = []
-    [[found]] = translator.translate([line], BEAM, warn=warnings.append)
+    options = dataclasses.replace(BEAM, impose_spans=impose)
+    [[found]] = translator.translate([line], options, warn=warnings.append)
     for span in ("%(count)d", "https://example.org/a?b=1", "a.b@example.com", "{0}"):
         assert found.text.count(span) == 1
     off = dataclasses.replace(BEAM, protect=False)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiayn.text.protect import MATCH_SECONDS, ProtectError, compile_patterns, mask
+from aiayn.text.protect import MATCH_SECONDS, SENTINELS, ProtectError, compile_patterns, mask
 
 BUILT_IN = compile_patterns(())
 
@@ -40,10 +40,26 @@ def test_trailing_punctuation_stays_out_of_a_url():
     assert [s.text for s in masked.spans] == ["https://example.org/page", "www.example.com"]
 
 
-def test_sentinels_avoid_the_numbers_a_sentence_holds():
-    masked = mask("71 dogs and 72 cats ask {name}", BUILT_IN)
-    assert masked.spans[0].sentinel not in ("71", "72")
-    assert masked.restore(masked.text) == "71 dogs and 72 cats ask {name}"
+def test_sentinels_avoid_the_words_a_sentence_holds():
+    sentence = f"{' and '.join(SENTINELS[:2])} ask {{name}}"
+    masked = mask(sentence, BUILT_IN)
+    assert masked.spans[0].sentinel == SENTINELS[2]
+    assert masked.restore(masked.text) == sentence
+
+
+def test_a_sentinel_is_found_only_as_a_word_of_its_own():
+    masked = mask("Ask {name}", BUILT_IN)
+    sentinel = masked.spans[0].sentinel
+    assert masked.restore(f"Frag {sentinel}x {sentinel}.") == f"Frag {sentinel}x {{name}}."
+
+
+def test_many_spans_in_one_sentence_get_a_sentinel_each():
+    sentence = " ".join(f"{{{n}}}" for n in range(len(SENTINELS)))
+    masked = mask(sentence, BUILT_IN)
+    assert len({s.sentinel for s in masked.spans}) == len(SENTINELS)
+    assert masked.restore(masked.text) == sentence
+    with pytest.raises(ProtectError, match=f"more than {len(SENTINELS)} protected spans"):
+        mask(sentence + " {x}", BUILT_IN)
 
 
 def test_restoring_puts_each_span_back_exactly_once_wherever_the_sentinel_went():
@@ -52,7 +68,23 @@ def test_restoring_puts_each_span_back_exactly_once_wherever_the_sentinel_went()
     moved = f"{second} sehen, hallo {first}"
     assert masked.restore(moved) == "%s sehen, hallo {{name}}"
     assert masked.restore(f"hallo {first} {first}, {second}") == "hallo {{name}}, %s"
-    assert masked.restore("hallo") == "hallo {{name}} %s"  # missing: appended
+    assert masked.restore("hallo") == "hallo {{name}} %s"  # missing: where they stood
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("{x} A dog runs in the park.", "{x} Ein Hund läuft im Park."),
+        ("A dog {x} runs in the park.", "Ein Hund {x} läuft im Park."),
+        ("A dog runs in the park {x}.", "Ein Hund läuft im Park {x}."),
+        ("A dog runs in the park: {x}", "Ein Hund läuft im Park {x}."),
+        ("{x}", "{x} Ein Hund läuft im Park."),
+    ],
+)
+def test_a_span_whose_sentinel_the_model_left_out_goes_where_it_stood(sentence, expected):
+    masked = mask(sentence, BUILT_IN)
+    assert masked.restore("Ein Hund läuft im Park.") == expected
+    assert masked.restore("") == "{x}"
 
 
 def test_a_span_touching_a_word_gets_its_sentinel_apart_and_its_place_back():

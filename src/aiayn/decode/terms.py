@@ -100,17 +100,20 @@ def constraints_of(
     prepare: Callable[[str], str],
     tokenizer: Tokenizer,
     warn: Callable[[str], None],
+    *,
+    spans: bool,
 ) -> list[list[list[int]]]:
-    """Each sentence's constraints: the target ids of its sentinels and glossary terms, as
+    """Each sentence's constraints: the target ids of its glossary terms and, with ``spans``
+    (``SearchOptions.impose_spans``), of its sentinels, as
     the target side's training text was prepared (``prepare``) and cut into subwords alone
     (a term is imposed in the pieces it is cut into on its own). A term the target
     vocabulary cannot spell (an unknown piece) is left out, with a warning."""
-    texts = sorted({t for m in marked for t in _targets(m)})
+    texts = sorted({t for m in marked for t in _targets(m, spans)})
     ids = dict(zip(texts, tokenizer.encode([prepare(t) for t in texts]), strict=True))
     out = []
     for m in marked:
         found = []
-        for text in _targets(m):
+        for text in _targets(m, spans):
             if not ids[text] or UNK_ID in ids[text]:
                 warn(f"the model's target vocabulary cannot spell {text!r}: not imposed")
                 continue
@@ -119,9 +122,9 @@ def constraints_of(
     return out
 
 
-def _targets(m: Marked) -> list[str]:
-    spans = [s.sentinel for s in m.masked.spans] if m.masked else []
-    return spans + [t.target for t in m.terms]
+def _targets(m: Marked, spans: bool) -> list[str]:
+    sentinels = [s.sentinel for s in m.masked.spans] if m.masked and spans else []
+    return sentinels + [t.target for t in m.terms]
 
 
 @lru_cache(maxsize=16)

@@ -257,7 +257,9 @@ class Translator:
         except ProtectError as e:
             raise TranslationError(str(e)) from None
         sources = [self.src_text.prepare(m.text) for m in marked]
-        constraints = constraints_of(marked, self.tgt_text.prepare, self.tgt_tokenizer, warn)
+        constraints = constraints_of(
+            marked, self.tgt_text.prepare, self.tgt_tokenizer, warn, spans=options.impose_spans
+        )
         found = self._translate_texts(sources, options, warn, target_token, places, constraints)
         return [
             [dataclasses.replace(h, text=m.finish(self._restore(h.text, loud))) for h in hyps]

@@ -3,14 +3,15 @@ the defaults; ``SearchOptions`` names the request parameter of each field a requ
 set), and what its answer adds: each translation's confidence and, under a minimum,
 whether its source was given back.
 
-Request fields: ``format`` (text or html), ``protect_spans`` (true/false), ``protect`` (a
-regex or a list of them), ``glossary`` (an object ``{"source term": "target term"}``, a list
-of two-item lists, or TSV text; its terms join the server's glossary and win where both have
-a term), ``min_confidence`` (0 to 1). Answer fields: ``confidence`` (and ``flagged`` when a
-minimum applies), a number (a boolean) per text, as ``translatedText`` is a string or a
-list, and ``sentences``: per text, its translation's sentences as ``{"text", "confidence"}``
-(their texts stand in its ``translatedText`` in that order; a text given back or translated
-as HTML is one), which the web page underlines one by one.
+Request fields: ``format`` (text or html), ``protect_spans`` and ``impose_spans``
+(true/false), ``protect`` (a regex or a list of them), ``glossary`` (an object ``{"source
+term": "target term"}``, a list of two-item lists, or TSV text; its terms join the server's
+glossary and win where both have a term), ``min_confidence`` (0 to 1). Answer fields:
+``confidence`` (and ``flagged`` when a minimum applies), a number (a boolean) per text, as
+``translatedText`` is a string or a list, and ``sentences``: per text, its translation's
+sentences as ``{"text", "confidence"}`` (their texts stand in its ``translatedText`` in that
+order; a text given back or translated as HTML is one), which the web page underlines one by
+one.
 """
 
 from __future__ import annotations
