@@ -9,5 +9,6 @@ chromium=$!
 source scripts/venv.sh dev
 wait "$chromium" || true  # the page test skips, saying why, without it
 # In parallel, one worker per logical CPU (tests sharing a module's fixture stay on one worker:
-# --dist loadgroup, groups set in tests/conftest.py); the 15 slowest are listed.
+# --dist loadgroup, groups set in tests/conftest.py, which hands out the slow ones first); the
+# 15 slowest are listed.
 python -m pytest -q -n logical --dist loadgroup --durations=15 "$@"
