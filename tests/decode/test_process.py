@@ -35,3 +35,32 @@ def test_an_error_in_the_with_block_ends_the_process_at_once(trained_model_dir):
     with pytest.raises(KeyboardInterrupt), translator:
         raise KeyboardInterrupt
     assert not translator._process.is_alive()
+
+
+SIGTERM_DURING_SET_UP = """
+import signal, sys
+import aiayn.memory
+from aiayn.decode.process import DecoderSpec, set_up_child
+seen = []
+aiayn.memory.limit_kernel_cache = lambda: seen.append(signal.getsignal(signal.SIGTERM))
+set_up_child(DecoderSpec("m"), ends_by_sigterm=sys.argv[1] == "pool")
+print(seen[0] == signal.SIG_DFL, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+"""
+
+
+@pytest.mark.parametrize(("kind", "ends"), [("pool", "True True"), ("server", "False False")])
+def test_a_pool_process_ends_by_sigterm_even_while_it_sets_up(kind, ends):
+    """A pool's process must die of SIGTERM while it still imports torch (the pool ends a
+    process that has not finished starting, and would wait for it for ever); a server's
+    decoding process ignores it throughout."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", SIGTERM_DURING_SET_UP, kind],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.split() == ends.split()

@@ -52,11 +52,14 @@ def spawn_child(target: Callable, spec: Any, name: str) -> tuple[Connection, Bas
     return conn, process
 
 
-def set_up_child(spec: DecoderSpec) -> None:
-    """A worker process's set-up: the server's signals are the parent's to handle, aiayn's
-    allocator policy and kernel cache, ``spec.threads`` threads."""
+def set_up_child(spec: DecoderSpec, *, ends_by_sigterm: bool = False) -> None:
+    """A worker process's set-up: the server's signals are the parent's to handle (SIGTERM
+    too, unless the process ``ends_by_sigterm``, as a ``multiprocessing.Pool``'s do: one that
+    ignored it while importing torch would miss the pool's end and be waited for ever),
+    aiayn's allocator policy and kernel cache, ``spec.threads`` threads."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if not ends_by_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import torch
 
     from aiayn.memory import limit_kernel_cache, tune_allocator

@@ -1,7 +1,8 @@
 """A corpus translated shard by shard in a pool of decoding processes.
 
-Each process is set up as every aiayn decoding process is (``process.set_up_child``: the
-caller's signals left to the caller, aiayn's allocator policy and kernel cache, its threads)
+Each process is set up as every aiayn decoding process is (``process.set_up_child``: SIGINT
+left to the caller, while SIGTERM, by which the pool ends its processes, ends it from its
+first instruction; aiayn's allocator policy and kernel cache, its threads)
 and holds one ``Translator``; a shard is one call of ``Translator.translate``, batched by
 length as the translator batches, decoded by one process alone. Its translations therefore
 do not depend on which process took it or on what it decoded before: the same model,
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import signal
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -85,8 +85,7 @@ def _start(spec: DecoderSpec) -> None:
     """A pool process's start: set up as a decoding process, then load the model (a failure
     is kept and raised by the first shard: a pool restarts a process whose start raised)."""
     global _translator, _failure
-    set_up_child(spec)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the pool ends its processes by SIGTERM
+    set_up_child(spec, ends_by_sigterm=True)  # the pool ends its processes by SIGTERM
     try:
         _translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
     except Exception as e:
