@@ -35,6 +35,8 @@ from aiayn.store import read_model_config
 from aiayn.text.preprocessing import TextProcessor
 
 SHORTLIST_FILE = "shortlist.safetensors"
+FREQUENT = 100  # the most frequent target pieces always allowed, unless told otherwise
+LINES = 200_000  # sentence pairs a table is built from at most, unless told otherwise
 
 
 class ShortlistError(TranslationError):
@@ -132,8 +134,8 @@ def build_shortlist(
     target: str | Path,
     *,
     best: int = 100,
-    frequent: int = 100,
-    lines: int = 200_000,
+    frequent: int = FREQUENT,
+    lines: int = LINES,
     raw: bool = False,
 ) -> Path:
     """Build the lexical table of the first ``lines`` sentence pairs of ``source`` and

@@ -19,13 +19,11 @@ from typing import Protocol
 
 from aiayn.config import PipelineConfig
 from aiayn.data.binarize import resolve_split_file
-from aiayn.decode.shortlist import SHORTLIST_FILE, build_shortlist
+from aiayn.decode.shortlist import FREQUENT, LINES, SHORTLIST_FILE, build_shortlist
 from aiayn.files import write_file
 from aiayn.pipeline.corpus import CorpusFiles
 
 STAMP = "shortlist.json"  # under the work directory
-FREQUENT = 100  # the most frequent target pieces, always allowed (aiayn shortlist's default)
-LINES = 200_000  # sentence pairs read at most (aiayn shortlist's default)
 
 
 class ShortlistJob(Protocol):
