@@ -10,8 +10,9 @@ test sets (raw, cased text: what the model translates as a user's text).
   is or, where the model left it out, where the span stood), with the sentinels imposed on
   the beam search (``impose_spans``) and with protection off. Prints the share of spans
   that came back verbatim exactly once, the share of lines whose every sentinel the model
-  wrote itself, and the BLEU of the whole set with each span taken out of its output,
-  against the clean set's.
+  wrote itself, the share of spans the default puts within one word of where the imposed
+  search (the model itself) puts them, and the BLEU of the whole set with each span taken
+  out of its output, against the clean set's.
 - glossary: for a seeded choice of 1-2 content words of each reference line, the source
   word of its line that co-occurs with it most in the training corpus (Dice coefficient
   over its lines, at least ``MIN_DICE``) makes a glossary entry of that line. Lines with
@@ -86,6 +87,11 @@ def without(text: str, span: str) -> str:
     return re.sub(r"\s+([.,!?;:])", r"\1", text)
 
 
+def words_before(text: str, span: str) -> int:
+    """How many words of ``text`` come before ``span`` (its first occurrence)."""
+    return len(text[: text.find(span)].split())
+
+
 def inject(lines: list[str], seed: int) -> dict[int, tuple[str, str]]:
     """For a seeded ``FRACTION`` of the lines: (the line with a span inserted, the span)."""
     rng = random.Random(seed)
@@ -121,10 +127,18 @@ def spans(translator, options, src: list[str], ref: list[str], seed: int) -> dic
         all(re.search(rf"(?<!\w){re.escape(s.sentinel)}(?!\w)", r) for s in m.spans)
         for m, r in zip(masked, raw, strict=True)
     ]
+    agree = [
+        abs(words_before(d, injected[i][1]) - words_before(m, injected[i][1])) <= 1
+        for i, d, m in zip(lines, *(variants[k] for k in list(variants)[:2]), strict=True)
+        if d.count(injected[i][1]) == m.count(injected[i][1]) == 1
+    ]
     result = {
         "lines with a span": len(lines),
         "BLEU clean": round(corpus_scores(clean, ref, tgt_lang=tgt_lang).bleu, 2),
         "spans the model placed itself % (default)": round(100 * sum(placed) / len(placed), 2),
+        "default within a word of where the imposed search puts the span %": round(
+            100 * sum(agree) / max(len(agree), 1), 2
+        ),
     }
     for name, outputs in variants.items():
         kept = [o.count(injected[i][1]) == 1 for i, o in zip(lines, outputs, strict=True)]
