@@ -6,30 +6,21 @@ or too few lines, is logged and left as the model's own."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Protocol
 
-from aiayn.config import PipelineConfig
 from aiayn.decode.calibration import CALIBRATION_FILE, write_calibration
 from aiayn.decode.process import TranslatorProcess
 from aiayn.eval.calibrate import CalibrationError, calibrate
 from aiayn.pipeline.corpus import CorpusFiles, read_split
+from aiayn.pipeline.stage_job import StageJob
 
 
-class CalibrationJob(Protocol):
+class CalibrationJob(StageJob, Protocol):
     """What the stage reads of the pipeline's ``Job``."""
 
     corpus: CorpusFiles | None
     translator: TranslatorProcess | None
     alpha: float
-
-    @property
-    def p(self) -> PipelineConfig: ...
-
-    @property
-    def model_dir(self) -> Path: ...
-
-    def log(self, message: str) -> None: ...
 
 
 def calibrates(job: CalibrationJob) -> bool:

@@ -13,21 +13,14 @@ from aiayn.interop.argos import export_argos
 from aiayn.interop.ct2 import export_ct2
 from aiayn.interop.destination import ExportError
 from aiayn.interop.hf import check_marian, export_hf
+from aiayn.pipeline.stage_job import StageJob
 
 
-class ExportJob(Protocol):
+class ExportJob(StageJob, Protocol):
     """What the stages read of the pipeline's ``Job``."""
 
     recipe: Recipe
     work: Path
-
-    @property
-    def p(self) -> PipelineConfig: ...
-
-    @property
-    def model_dir(self) -> Path: ...
-
-    def log(self, message: str) -> None: ...
 
 
 EXPORTS = "exports"  # under the work directory

@@ -17,28 +17,20 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from aiayn.config import PipelineConfig
 from aiayn.data.binarize import resolve_split_file
 from aiayn.decode.shortlist import FREQUENT, LINES, SHORTLIST_FILE, build_shortlist
 from aiayn.files import write_file
 from aiayn.pipeline.corpus import CorpusFiles
+from aiayn.pipeline.stage_job import StageJob
 
 STAMP = "shortlist.json"  # under the work directory
 
 
-class ShortlistJob(Protocol):
+class ShortlistJob(StageJob, Protocol):
     """What the stage reads of the pipeline's ``Job``."""
 
     corpus: CorpusFiles | None
     work: Path
-
-    @property
-    def p(self) -> PipelineConfig: ...
-
-    @property
-    def model_dir(self) -> Path: ...
-
-    def log(self, message: str) -> None: ...
 
 
 def shortlists(job: ShortlistJob) -> bool:
