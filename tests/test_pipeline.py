@@ -337,3 +337,13 @@ def test_a_recipe_that_decodes_with_a_shortlist_builds_a_table_large_enough(tmp_
         values["pipeline"] |= {"shortlist": 6, "shortlist_table": table}
         with pytest.raises(ConfigError, match="set shortlist_table to at least 6"):
             recipe_from_dict(values)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, "many"])
+def test_a_shortlist_table_size_that_is_no_count_is_refused(tmp_path, bad):
+    from aiayn.errors import ConfigError
+
+    values = load_toml(str(_own_corpus_recipe(tmp_path)))
+    values["pipeline"]["shortlist_table"] = bad
+    with pytest.raises(ConfigError, match="shortlist_table"):
+        recipe_from_dict(values)
