@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -43,9 +44,10 @@ def test_the_wheel_installs_and_translates(tmp_path, trained_model_dir):
     assert not any(n.startswith(("tests/", "docs/", "bench/")) for n in names)
 
     venv = tmp_path / "venv"
-    # torch from here; this pip installs into it (pip --python), not a copy of pip made in it
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)])
+    # this pip installs into it (pip --python), not a copy of pip made in it
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python, command = venv / "bin" / "python", venv / "bin" / "aiayn"
+    _see_these_dependencies(python)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     pip = [sys.executable, "-m", "pip", "--python", str(python)]
     _run([*pip, "install", "-q", "--no-deps", "--no-index", str(wheel)], env=env)
@@ -59,3 +61,14 @@ def test_the_wheel_installs_and_translates(tmp_path, trained_model_dir):
         cwd=tmp_path,
     )
     assert len(translated.stdout.splitlines()) == 2
+
+
+def _see_these_dependencies(python: Path) -> None:
+    """Let the fresh environment of ``python`` import the dependencies installed here (torch
+    and the rest: no network in tests) after its own packages: a ``.pth`` file naming this
+    environment's site directories. ``--system-site-packages`` would name the base Python's
+    instead, which has none of them on a fresh machine. A path a ``.pth`` names runs no
+    ``.pth`` of its own, so an editable aiayn here stays out of it."""
+    own = _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]).stdout
+    here = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    (Path(own.strip()) / "dependencies_of_the_test.pth").write_text("\n".join(sorted(here)) + "\n")

@@ -16,6 +16,8 @@ from aiayn.modules import scaled_dot_product_attention
 
 from ..test_modules import SpySDPA, qkv
 
+pytestmark = pytest.mark.isa  # also run held to AVX2: tests/test_held_isa.py
+
 
 def _mask(b: int, s: int) -> torch.Tensor:
     keys = torch.ones(b, s, dtype=torch.long)

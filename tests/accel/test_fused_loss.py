@@ -15,6 +15,8 @@ from aiayn.accel.fused_loss import (
 from aiayn.modules import OutputProjection
 from aiayn.modules.loss import label_smoothed_nll
 
+pytestmark = pytest.mark.isa  # also run held to AVX2: tests/test_held_isa.py
+
 
 def test_label_smoothing_against_a_hand_computed_value():
     hidden = torch.tensor([[1.0, 0.0, 0.0, 0.0]])

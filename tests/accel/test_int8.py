@@ -26,7 +26,10 @@ from aiayn.search_options import SearchOptions
 
 from ..conftest import random_tokens, tiny_model
 
-pytestmark = pytest.mark.skipif(not int8_available(), reason="no quantised CPU kernels")
+pytestmark = [
+    pytest.mark.skipif(not int8_available(), reason="no quantised CPU kernels"),
+    pytest.mark.isa,
+]
 
 
 def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:

@@ -21,7 +21,10 @@ from aiayn.decode import greedy_search
 from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.models import build_model
 
-pytestmark = pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN")
+pytestmark = [
+    pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN"),
+    pytest.mark.isa,
+]
 needs_bfloat16_packing = pytest.mark.skipif(
     not packs_bfloat16(),
     reason="oneDNN packs bfloat16 only with AVX512-BW/VL/DQ or AVX-NE-CONVERT, not on this CPU",

@@ -10,6 +10,8 @@ from aiayn.decode.stepper import UncachedTransformerStepper
 
 from ..conftest import copy_task_model
 
+pytestmark = pytest.mark.isa  # also run held to AVX2: tests/test_held_isa.py
+
 
 @pytest.fixture(scope="module")
 def copy_models(copy_task_weights) -> dict:
@@ -101,16 +103,32 @@ def test_bf16_decodes_the_same_tokens(copy_model):
     assert [h[0].tokens for h in bf16] == [h[0].tokens for h in fp32]
 
 
+# Measured over 6 batches of the copy-task model, largest |bf16 - fp32| of a step's
+# log-probabilities: 0.14 (mean 0.02) with AVX512-BF16, 0.31 (mean 0.047) with the kernels held
+# to AVX2 (bfloat16 emulated, rounded at other places). The bounds leave room above both.
+BF16_STEP_MAX_ERROR = 0.5
+BF16_STEP_MEAN_ERROR = 0.1
+
+
 def test_bf16_steps_of_both_profiles_agree(copy_models):
-    """The fast stepper's packed bfloat16 copy computes what the plain stepper computes
-    under bfloat16 autocast."""
+    """The fast stepper's packed bfloat16 copy and the plain stepper under bfloat16 autocast
+    are both bfloat16 roundings of the fp32 step, whatever kernels the CPU runs: within the
+    measured error of it, and choosing its token wherever fp32's two best are further apart
+    than twice that error."""
     src = _mixed_lengths(seed=3)
     tokens = torch.full((src.size(0), 1), copy_models["fast"].specials.bos)
-    log_probs = {}
-    for name, model in copy_models.items():
-        stepper = stepper_for(model, precision="bf16")
-        log_probs[name], _ = stepper.step(tokens, stepper.start(src))
-    torch.testing.assert_close(log_probs["fast"], log_probs["reference"], atol=0.05, rtol=0.05)
+    with torch.inference_mode():
+        plain = stepper_for(copy_models["reference"])
+        fp32, _ = plain.step(tokens, plain.start(src))  # (B, V)
+        top = fp32.topk(2, dim=-1)
+        clear = top.values[:, 0] - top.values[:, 1] > 2 * BF16_STEP_MAX_ERROR  # (B,)
+        assert clear.any()
+        for model in copy_models.values():
+            stepper = stepper_for(model, precision="bf16")
+            bf16, _ = stepper.step(tokens, stepper.start(src))
+            error = (bf16.float() - fp32).abs()
+            assert error.max() < BF16_STEP_MAX_ERROR and error.mean() < BF16_STEP_MEAN_ERROR
+            assert torch.equal(bf16.argmax(-1)[clear], top.indices[clear, 0])
 
 
 def _greedy_margins(stepper, src: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -126,6 +144,12 @@ def _greedy_margins(stepper, src: torch.Tensor, out: torch.Tensor) -> torch.Tens
         margins = torch.where(ended, margins, torch.minimum(margins, top[:, 0] - top[:, 1]))
         ended |= out[:, t] == EOS_ID
     return margins
+
+
+# Measured over 8 batches of the copy-task model (45 sentences int8 and fp32 agree on), largest
+# |int8 - fp32| of a beam's length-normalised score: 0.13 with 8-bit activations (AVX512-VNNI),
+# 0.18 with AVX2's 7-bit ones (``accel.int8.reduces_range``).
+INT8_SCORE_ERROR = 0.3
 
 
 def test_int8_decodes_the_same_tokens_where_the_scores_allow(copy_models):
@@ -149,7 +173,7 @@ def test_int8_decodes_the_same_tokens_where_the_scores_allow(copy_models):
     assert decided
     for i in decided:
         assert beam_int8[i][0].tokens == beam_fp32[i][0].tokens
-        assert beam_int8[i][0].score == pytest.approx(beam_fp32[i][0].score, abs=0.05)
+        assert beam_int8[i][0].score == pytest.approx(beam_fp32[i][0].score, abs=INT8_SCORE_ERROR)
 
 
 def test_both_profiles_translate_alike(copy_models):

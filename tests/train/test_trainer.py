@@ -19,6 +19,7 @@ from aiayn.train import Trainer, TrainingError, list_checkpoints
 from aiayn.train.run_dir import RunDirectoryError
 from aiayn.train.state import UpdateResult, Window
 
+from ..test_runtime import hold_cpu
 from .conftest import Messages, config_dict, tiny_train_config, write_toml
 
 
@@ -147,6 +148,7 @@ def test_nonfinite_losses_are_skipped_then_stop_the_run(tiny_dataset, tmp_path):
         trainer.train()
 
 
+@pytest.mark.isa
 def test_bf16_autocast_trains(tiny_dataset, tmp_path):
     cfg = tiny_train_config(
         tiny_dataset, tmp_path / "r", run={"precision": "bf16", "max_updates": 6}
@@ -158,11 +160,12 @@ def test_bf16_autocast_trains(tiny_dataset, tmp_path):
     assert any("emulated" in m for m in messages.lines) == emulated  # warned only where it is
 
 
+@pytest.mark.isa
 def test_auto_precision_trains_in_what_the_hardware_has(tiny_dataset, tmp_path, monkeypatch):
     """``auto`` autocasts to bf16 only where bfloat16 is computed in hardware; explicit bf16
-    on emulating hardware trains as asked, with a warning."""
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    on emulating hardware trains as asked, with a warning. The hardware is patched in, both
+    ways, whatever CPU runs the test: its flags, ATen's kernels, oneDNN's limit."""
+    hold_cpu(monkeypatch, avx512_bf16=False, aten="AVX2")
     auto = Trainer(tiny_train_config(tiny_dataset, tmp_path / "a", run={"precision": "auto"}))
     explicit = Trainer(tiny_train_config(tiny_dataset, tmp_path / "b", run={"precision": "bf16"}))
     try:
@@ -171,7 +174,7 @@ def test_auto_precision_trains_in_what_the_hardware_has(tiny_dataset, tmp_path, 
     finally:
         auto.close()
         explicit.close()
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    hold_cpu(monkeypatch, avx512_bf16=True)
     native = Trainer(tiny_train_config(tiny_dataset, tmp_path / "c", run={"precision": "auto"}))
     try:
         assert native.precision == "bf16"
