@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 HELD_TO_AVX2 = {
     "ATEN_CPU_CAPABILITY": "avx2",
     "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
     "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",
 }
 

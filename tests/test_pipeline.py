@@ -3,17 +3,23 @@
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from aiayn.cli.pipeline import format_results
+from aiayn.config import PipelineConfig
 from aiayn.config_io import load_toml, recipe_from_dict
 from aiayn.files import sha256_file
 from aiayn.pipeline import STAGES, Job, Stage, default_corpus_dir, run_pipeline
+from aiayn.pipeline.stages import averaged_checkpoints, training_minutes
+from aiayn.train.checkpoint import TRAINER_FILE, checkpoint_dir
 from aiayn.train.run_dir import RunDirectoryError
 
 from .data.corpora import make_corpus, sentences, write_lines
 from .train.conftest import Messages
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _smoke_recipe(tmp_path):
@@ -347,3 +353,32 @@ def test_a_shortlist_table_size_that_is_no_count_is_refused(tmp_path, bad):
     values["pipeline"]["shortlist_table"] = bad
     with pytest.raises(ConfigError, match="shortlist_table"):
         recipe_from_dict(values)
+
+
+def test_the_average_takes_the_checkpoints_of_the_budget_s_last_share(tmp_path):
+    """``average_share``: the checkpoints saved in that last share of the run's progress
+    (the last one at least, where none was); ``average_last`` otherwise."""
+    for update, progress in ((100, 0.5), (200, 0.8), (300, 0.86), (400, 0.93), (500, 1.0)):
+        checkpoint = checkpoint_dir(tmp_path / "run", update)
+        checkpoint.mkdir(parents=True)
+        (checkpoint / TRAINER_FILE).write_text(json.dumps({"update": update, "progress": progress}))
+
+    def averaged(**fields) -> list[str]:
+        job = SimpleNamespace(run_dir=tmp_path / "run", p=PipelineConfig(**fields))
+        return [c.name for c in averaged_checkpoints(job)]
+
+    assert averaged(average_share=0.15) == ["step_00000300", "step_00000400", "step_00000500"]
+    assert averaged(average_share=0.01) == ["step_00000500"]
+    assert averaged(average_last=2) == ["step_00000400", "step_00000500"]
+
+
+def test_training_s_budget_leaves_the_reserve_to_the_rest_of_the_job(tmp_path):
+    def recipe(**pipeline):
+        values = load_toml(str(REPO / "configs" / "multi30k_en_de_tiny_raw.toml"))
+        values["pipeline"] = {**values["pipeline"], **pipeline}
+        values["run"] = {**values["run"], "max_minutes": 55}
+        return recipe_from_dict(values)
+
+    assert training_minutes(recipe(reserve_minutes=4)) == 51
+    with pytest.raises(ValueError, match="reserve_minutes 55 leaves no time to train"):
+        recipe(reserve_minutes=55)

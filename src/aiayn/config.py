@@ -257,12 +257,15 @@ class OptimConfig:
     betas: tuple[float, float] = (0.9, 0.98)  # β1, β2
     eps: float = 1e-9  # ε
     weight_decay: float = 0.0
-    schedule: Literal["noam", "inverse_sqrt", "cosine", "constant"] = "noam"
+    # budget: warm-up, then a decay to min_lr at the end of the run's budget, keyed to its
+    # progress max(update / max_updates, training time / max_minutes) (train.schedule.budget_lr)
+    schedule: Literal["noam", "inverse_sqrt", "cosine", "constant", "budget"] = "noam"
+    budget_decay: Literal["linear", "cosine"] = "linear"  # budget: the decay's shape
     lr: float = 5e-4  # peak learning rate (inverse_sqrt, cosine, constant)
     lr_scale: float = 1.0  # factor on the paper's formula (noam)
     warmup_steps: int = 4000  # warmup_steps
     warmup_init_lr: float = 0.0  # inverse_sqrt / cosine: learning rate at step 0
-    min_lr: float = 0.0  # cosine: the floor it decays to
+    min_lr: float = 0.0  # cosine, budget: the floor it decays to
     decay_steps: int = 0  # cosine: steps to reach min_lr (0: run.max_updates)
     label_smoothing: float = 0.1  # ε_ls
     clip_norm: float = 0.0  # gradient-norm clipping (0: off)
@@ -380,6 +383,12 @@ class PipelineConfig:
     pretokenized: bool = False  # files: the text is tokenised (BLEU on its tokens)
     tokenize: BleuTokenize = ""  # BLEU's sacreBLEU tokenizer ("": by tgt_lang, e.g. ko-mecab)
     average_last: int = 10  # checkpoints averaged into the final model (§6.1)
+    # > 0: instead, those saved in this last share of the run's budget (its progress, as the
+    # budget schedule counts it), at most the run.keep_last kept
+    average_share: float = 0.0
+    # of run.max_minutes, kept for all but training (preparing, averaging, decoding, scoring):
+    # training's own budget is run.max_minutes less this, so the whole job fits in the former
+    reserve_minutes: float = 0.0
     # how the test sets are decoded: [pipeline] keys named as SearchOptions fields (beam,
     # alpha unless tune_alpha chooses one, max_len_b, batch_tokens, ...), or a
     # [pipeline.decode] table (where "text" is SearchOptions.text). Test sets are translated
@@ -412,8 +421,10 @@ class PipelineConfig:
         check_ranges(
             self,
             at_least_1=("average_last",),
-            at_least_0=("examples", "test_limit", "shortlist_table"),
+            at_least_0=("examples", "test_limit", "shortlist_table", "reserve_minutes"),
         )
+        if not 0.0 <= self.average_share < 1.0:
+            raise ValueError(f"average_share must be in [0, 1), got {self.average_share}")
         if self.decode.shortlist > self.shortlist_table:
             raise ValueError(
                 f"shortlist {self.decode.shortlist} decodes with the model's table: set "
@@ -444,3 +455,11 @@ class Recipe:
     pipeline: PipelineConfig
     prepare: dict[str, Any]  # PrepareConfig fields other than the languages and files
     train: TrainConfig
+
+    def __post_init__(self) -> None:
+        whole, reserve = self.train.run.max_minutes, self.pipeline.reserve_minutes
+        if whole and reserve >= whole:
+            raise ValueError(
+                f"pipeline.reserve_minutes {reserve:g} leaves no time to train within "
+                f"run.max_minutes {whole:g}"
+            )

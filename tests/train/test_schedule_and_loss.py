@@ -45,6 +45,30 @@ def test_cosine_warms_up_then_decays_to_min():
     assert lr(2000) == pytest.approx(1e-4)
 
 
+@pytest.mark.parametrize("decay", ["linear", "cosine"])
+def test_the_budget_schedule_warms_up_then_decays_to_min_at_the_budget_s_end(decay):
+    optim = OptimConfig(
+        schedule="budget", budget_decay=decay, lr=4e-3, warmup_steps=100, min_lr=1e-5
+    )
+
+    def lr(step, progress):
+        return learning_rate(step, optim, d_model=128, max_updates=8000, progress=progress)
+
+    assert lr(50, 0.0) == pytest.approx(1e-5 + (2e-3 - 1e-5))  # half-way up, nothing spent
+    assert lr(100, 0.0) == pytest.approx(4e-3)
+    assert lr(5000, 1.0) == pytest.approx(1e-5)  # annealed when the budget is spent
+    assert lr(5000, 1.5) == pytest.approx(1e-5)
+    half = 0.5  # both shapes are half-way down at half the budget
+    assert lr(400, 0.5) == pytest.approx(1e-5 + (4e-3 - 1e-5) * half)
+    # a function of the update and the progress only: a resumed run continues it exactly
+    values = [lr(s, p) for s, p in ((100, 0.1), (200, 0.3), (300, 0.7), (400, 0.99))]
+    assert values == sorted(values, reverse=True)
+    if decay == "cosine":  # flatter than linear early, steeper late
+        linear = OptimConfig(schedule="budget", lr=4e-3, warmup_steps=100, min_lr=1e-5)
+        early = learning_rate(200, linear, d_model=128, max_updates=8000, progress=0.2)
+        assert lr(200, 0.2) > early
+
+
 def test_the_fast_loss_counts_an_output_bias_as_the_reference_does():
     """A projection with a bias (an imported Marian model's) trains on its biased logits."""
     import torch

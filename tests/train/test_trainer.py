@@ -8,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+import aiayn.train.state
 from aiayn.cli import main
 from aiayn.config import PAD_ID, ConfigError, PrepareConfig
 from aiayn.config_io import train_config_from_dict
@@ -16,6 +17,7 @@ from aiayn.data.corpus import MANIFEST
 from aiayn.runtime import emulated_bfloat16_warning
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
+from aiayn.train.checkpoint import checkpoint_progress
 from aiayn.train.run_dir import RunDirectoryError
 from aiayn.train.state import UpdateResult, Window
 
@@ -355,3 +357,38 @@ def test_a_library_trainer_logs_its_news_and_prints_nothing(tiny_dataset, tmp_pa
         Trainer(cfg).train()
     assert any("parameters" in r.getMessage() for r in caplog.records if r.name == "aiayn")
     assert capsys.readouterr() == ("", "")
+
+
+class _Clock:
+    """A training clock that advances ``tick`` seconds each time it is read."""
+
+    def __init__(self, tick: float):
+        self.now, self.tick = 0.0, tick
+
+    def perf_counter(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_the_budget_schedule_ends_annealed_when_the_clock_runs_out(
+    tiny_dataset, tmp_path, monkeypatch
+):
+    """Under ``schedule = "budget"`` a run that its time budget stops is annealed by then:
+    its learning rate reaches min_lr at the budget's end, not at max_updates; the planned end
+    is logged from the first report; the checkpoints record their progress."""
+    monkeypatch.setattr(aiayn.train.state, "time", _Clock(tick=0.5))  # read once an update
+    cfg = tiny_train_config(
+        tiny_dataset,
+        tmp_path / "r",
+        optim={"schedule": "budget", "lr": 0.003, "warmup_steps": 4, "min_lr": 1e-5},
+        run={"max_updates": 1000, "max_minutes": 0.25, "valid_every": 1000, "save_every": 4},
+    )
+    messages = Messages()
+    state = Trainer(cfg, reporter=messages).train()
+    assert 20 <= state.update < 1000  # the clock stopped it: about 30 reads of 0.5 s
+    assert any(m.startswith("planned end: update ") and "budget ends it" in m for m in messages)
+    rows = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").open()]
+    lrs = [r["lr"] for r in rows if r["kind"] == "train"]
+    assert max(lrs) > 10 * lrs[-1] and lrs[-1] < 0.003 * 0.15
+    progress = [checkpoint_progress(c) for c in list_checkpoints(tmp_path / "r")]
+    assert progress == sorted(progress) and progress[-1] > 0.9

@@ -112,6 +112,12 @@ def run_pipeline(
         alpha=job.alpha,
         alpha_scores=job.alpha_scores,
     )
+    budget = recipe.train.run.max_minutes
+    if budget and result.total_seconds > 60.0 * budget:
+        job.log(
+            f"warning: the job took {result.total_seconds / 60:.1f} minutes, over run.max_minutes "
+            f"{budget:g}: raise pipeline.reserve_minutes for what follows training"
+        )
     payload = dataclasses.asdict(result) | {"recipe": _recipe_dict(recipe)}
     (work / RESULTS).write_text(json.dumps(payload, indent=2, ensure_ascii=False))
     return result

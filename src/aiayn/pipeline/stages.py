@@ -53,6 +53,7 @@ from aiayn.train.checkpoint import (
     CHECKSUMS_FILE,
     average_checkpoints,
     averaged_card,
+    checkpoint_progress,
     model_assets,
 )
 from aiayn.train.metrics import Reporter
@@ -216,7 +217,10 @@ def train(job: Job) -> None:
         recipe.train,
         data=dataclasses.replace(recipe.train.data, dir=str(job.data_dir)),
         run=dataclasses.replace(
-            run, dir=str(job.run_dir), valid_tokenize=run.valid_tokenize or job.p.tokenize
+            run,
+            dir=str(job.run_dir),
+            valid_tokenize=run.valid_tokenize or job.p.tokenize,
+            max_minutes=training_minutes(recipe),
         ),
     )
     trainer = Trainer(
@@ -232,12 +236,30 @@ def train(job: Job) -> None:
     job.release_memory()  # the trainer's heap: this process only waits from now on
 
 
+def training_minutes(recipe: Recipe) -> float:
+    """Training's time budget: the recipe's ``run.max_minutes`` (the whole job's) less
+    ``pipeline.reserve_minutes``; 0 (no limit) where the recipe sets none."""
+    whole = recipe.train.run.max_minutes
+    return whole - recipe.pipeline.reserve_minutes if whole else 0.0
+
+
 AVERAGED = "averaged.json"  # which checkpoints (and their checksums) the model averages
 
 
+def averaged_checkpoints(job: Job) -> list[Path]:
+    """The checkpoints the final model averages (§6.1): the last ``average_last``, or with
+    ``average_share`` those saved in that last share of the run's budget (the last one at
+    least), in order."""
+    checkpoints = list_checkpoints(job.run_dir)
+    if not job.p.average_share:
+        return checkpoints[-job.p.average_last :]
+    start = 1.0 - job.p.average_share
+    inside = [c for c in checkpoints if checkpoint_progress(c) >= start]
+    return inside or checkpoints[-1:]
+
+
 def _averaged_stamp(job: Job) -> dict[str, str]:
-    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
-    return {c.name: sha256_file(c / CHECKSUMS_FILE) for c in checkpoints}
+    return {c.name: sha256_file(c / CHECKSUMS_FILE) for c in averaged_checkpoints(job)}
 
 
 def averaged(job: Job) -> bool:
@@ -251,7 +273,7 @@ def averaged(job: Job) -> bool:
 
 
 def average(job: Job) -> None:
-    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    checkpoints = averaged_checkpoints(job)
     model, cfg = average_checkpoints(checkpoints)
     card = averaged_card(checkpoints, job.command)
     save_model(model, cfg, job.model_dir, assets=model_assets(checkpoints[-1]), card=card)
@@ -336,7 +358,7 @@ def write_card(job: Job) -> None:
     """Writes the model directory again with its test scores on its card (whole, as every
     model directory is written); a student's card names its teacher, with the test BLEU the
     teacher's own card gives."""
-    checkpoints = list_checkpoints(job.run_dir)[-job.p.average_last :]
+    checkpoints = averaged_checkpoints(job)
     teacher = job.p.distill.teacher
     scores = [
         Score(t.split, name, value, signature, f"beam {job.p.decode.beam}, α {job.alpha}")

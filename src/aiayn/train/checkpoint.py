@@ -59,6 +59,12 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(PREFIX))
 
 
+def checkpoint_progress(path: Path) -> float:
+    """The share of its run's budget spent when checkpoint ``path`` was saved
+    (``TrainerState.progress``; 0 for a checkpoint that predates it)."""
+    return float(json.loads((path / TRAINER_FILE).read_text()).get("progress", 0.0))
+
+
 def is_checkpoint(path: Path) -> bool:
     return path.name.startswith(PREFIX) and (path / TRAINER_FILE).is_file()
 

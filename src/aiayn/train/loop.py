@@ -100,6 +100,7 @@ class Trainer:
         self.run_dir = Path(cfg.run.dir)
         self.reporter = reporter or LoggingReporter()
         self.speed = SpeedWatch()
+        self._planned = 0  # the update the time budget was last said to end the run at
         self.dist: Distributed = distributed_from_env()
         if self.dist.is_main:
             check_run_directory(self.run_dir)
@@ -247,18 +248,46 @@ class Trainer:
 
     def _should_stop(self) -> bool:
         run = self.cfg.run
+        self.state.progress = self._progress()
         if self.state.update >= run.max_updates:
             return True
         if run.max_epochs and self.task.epoch >= run.max_epochs:
             return True
-        if not run.max_minutes:
-            return False
-        elapsed = self.state.train_seconds + self.window.seconds
-        out_of_time = torch.tensor(float(elapsed > 60.0 * run.max_minutes))
-        if self._all_reduce(out_of_time).item() > 0:  # every rank stops at the same update
+        if self.state.progress >= 1.0:  # the time budget: every rank stops at the same update
             self.log(f"time budget of {run.max_minutes:g} minutes used: stopping")
             return True
         return False
+
+    def _progress(self) -> float:
+        """The run's share of its budget spent, the same on every rank: its updates' share
+        of ``max_updates`` or its training time's of ``max_minutes``, whichever is further
+        (the budget schedule's clock)."""
+        run = self.cfg.run
+        share = self.state.update / run.max_updates
+        if not run.max_minutes:
+            return share
+        elapsed = self.state.train_seconds + self.window.seconds
+        timed = torch.tensor(elapsed / (60.0 * run.max_minutes))
+        if self.dist.enabled:  # the slowest rank's clock
+            timed = timed.to(self.device)
+            dist.all_reduce(timed, op=dist.ReduceOp.MAX)
+        return max(share, float(timed))
+
+    def _plan(self) -> None:
+        """Log where the time budget will end the run at the speed so far: from the first
+        report, then whenever that moves by more than 5%."""
+        run, state = self.cfg.run, self.state
+        if not run.max_minutes or not state.train_seconds:
+            return
+        at_end = state.update * 60.0 * run.max_minutes / state.train_seconds
+        if at_end >= run.max_updates:
+            planned, why = run.max_updates, "max_updates ends it within the time budget"
+        else:
+            planned, why = round(at_end), f"the {run.max_minutes:g}-minute budget ends it"
+        if self._planned and abs(planned - self._planned) <= 0.05 * self._planned:
+            return
+        self._planned = planned
+        self.log(f"planned end: update {planned:,} of {run.max_updates:,} at this speed ({why})")
 
     def _update(self) -> UpdateResult:
         """One optimiser step over ``update_freq`` batches (gradient accumulation)."""
@@ -313,7 +342,11 @@ class Trainer:
     def _step(self, update: int) -> None:
         cfg = self.cfg
         lr = learning_rate(
-            update, cfg.optim, d_model=self.model_cfg.d_model, max_updates=cfg.run.max_updates
+            update,
+            cfg.optim,
+            d_model=self.model_cfg.d_model,
+            max_updates=cfg.run.max_updates,
+            progress=self.state.progress,
         )
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -352,6 +385,7 @@ class Trainer:
         self.log(train_message(self.state.update, row))
         if warning := self.speed.check(row[Metric.TOKENS_PER_S], torch.get_num_threads()):
             self.log(warning)
+        self._plan()
         return row
 
     @torch.no_grad()

@@ -1,4 +1,5 @@
-"""Learning-rate schedules as pure functions of the update number (1-based)."""
+"""Learning-rate schedules as pure functions of the update number (1-based) and, for the
+budget schedule, of the run's progress through its budget."""
 
 from __future__ import annotations
 
@@ -43,8 +44,42 @@ def cosine_lr(
     return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (peak_lr - min_lr)
 
 
-def learning_rate(step: int, optim: OptimConfig, *, d_model: int, max_updates: int) -> float:
-    """The learning rate for update ``step`` under ``optim.schedule``."""
+def budget_lr(
+    step: int,
+    progress: float,
+    *,
+    peak_lr: float,
+    warmup_steps: int,
+    min_lr: float = 0.0,
+    init_lr: float = 0.0,
+    decay: str = "linear",
+) -> float:
+    """Budgeted training (Li, Yumer & Ramanan, ICLR 2020; Geiping & Goldstein 2022): a linear
+    warm-up over ``warmup_steps`` updates, times a decay from 1 to 0 over the run's
+    ``progress`` in [0, 1] (a share of its updates or of its time, whichever is further),
+    linear or half a cosine, from ``peak_lr`` down to ``min_lr`` when the budget is spent. A
+    run cut short by its clock ends annealed, as a fixed schedule cut short does not."""
+    left = min(max(1.0 - progress, 0.0), 1.0)
+    shape = left if decay == "linear" else 0.5 * (1.0 - math.cos(math.pi * left))
+    warm = min(step / warmup_steps, 1.0)
+    return min_lr + (init_lr + (peak_lr - init_lr) * warm - min_lr) * shape
+
+
+def learning_rate(
+    step: int, optim: OptimConfig, *, d_model: int, max_updates: int, progress: float = 0.0
+) -> float:
+    """The learning rate for update ``step`` under ``optim.schedule``; ``progress``: the
+    run's share of its budget spent (the budget schedule's clock)."""
+    if optim.schedule == "budget":
+        return budget_lr(
+            step,
+            progress,
+            peak_lr=optim.lr,
+            warmup_steps=optim.warmup_steps,
+            min_lr=optim.min_lr,
+            init_lr=optim.warmup_init_lr,
+            decay=optim.budget_decay,
+        )
     if optim.schedule == "noam":
         return noam_lr(step, d_model=d_model, warmup_steps=optim.warmup_steps, scale=optim.lr_scale)
     if optim.schedule == "inverse_sqrt":

@@ -23,6 +23,7 @@ class TrainerState:
     nonfinite_in_row: int = 0
     tokens: int = 0
     train_seconds: float = 0.0
+    progress: float = 0.0  # the share of the run's budget spent (updates or time, the further)
     threads: int = 0  # the CPU threads chosen at the start (0: not yet), kept on resume
 
     @classmethod
