@@ -51,22 +51,34 @@ def test_the_budget_schedule_warms_up_then_decays_to_min_at_the_budget_s_end(dec
         schedule="budget", budget_decay=decay, lr=4e-3, warmup_steps=100, min_lr=1e-5
     )
 
-    def lr(step, progress):
-        return learning_rate(step, optim, d_model=128, max_updates=8000, progress=progress)
+    def lr(step, progress, peak=0.2):
+        return learning_rate(
+            step, optim, d_model=128, max_updates=8000, progress=progress, peak_progress=peak
+        )
 
-    assert lr(50, 0.0) == pytest.approx(1e-5 + (2e-3 - 1e-5))  # half-way up, nothing spent
-    assert lr(100, 0.0) == pytest.approx(4e-3)
+    assert lr(50, 0.1, peak=0.0) == pytest.approx(2e-3)  # the warm-up, half-way up
+    assert lr(100, 0.2) == pytest.approx(4e-3)  # the peak, when the warm-up ends
+    assert lr(400, 0.6) == pytest.approx(1e-5 + (4e-3 - 1e-5) * 0.5)  # half the rest spent
     assert lr(5000, 1.0) == pytest.approx(1e-5)  # annealed when the budget is spent
     assert lr(5000, 1.5) == pytest.approx(1e-5)
-    half = 0.5  # both shapes are half-way down at half the budget
-    assert lr(400, 0.5) == pytest.approx(1e-5 + (4e-3 - 1e-5) * half)
     # a function of the update and the progress only: a resumed run continues it exactly
-    values = [lr(s, p) for s, p in ((100, 0.1), (200, 0.3), (300, 0.7), (400, 0.99))]
+    values = [lr(s, p) for s, p in ((100, 0.2), (200, 0.3), (300, 0.7), (400, 0.99))]
     assert values == sorted(values, reverse=True)
     if decay == "cosine":  # flatter than linear early, steeper late
         linear = OptimConfig(schedule="budget", lr=4e-3, warmup_steps=100, min_lr=1e-5)
-        early = learning_rate(200, linear, d_model=128, max_updates=8000, progress=0.2)
-        assert lr(200, 0.2) > early
+        early = learning_rate(
+            200, linear, d_model=128, max_updates=8000, progress=0.3, peak_progress=0.2
+        )
+        assert lr(200, 0.3) > early
+
+
+def test_a_budget_shorter_than_the_warm_up_ends_on_the_decay_s_line():
+    optim = OptimConfig(schedule="budget", lr=4e-3, warmup_steps=1000)
+    rates = [
+        learning_rate(s, optim, d_model=128, max_updates=400, progress=s / 400)
+        for s in range(1, 401)
+    ]
+    assert max(rates) < 4e-3 and rates[-1] == pytest.approx(0.0)
 
 
 def test_the_fast_loss_counts_an_output_bias_as_the_reference_does():

@@ -347,7 +347,10 @@ class Trainer:
             d_model=self.model_cfg.d_model,
             max_updates=cfg.run.max_updates,
             progress=self.state.progress,
+            peak_progress=self.state.peak_progress,
         )
+        if update == cfg.optim.warmup_steps:  # the budget schedule decays from here
+            self.state.peak_progress = self.state.progress
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         if cfg.optim.clip_norm > 0:

@@ -50,32 +50,43 @@ def budget_lr(
     *,
     peak_lr: float,
     warmup_steps: int,
+    peak_progress: float = 0.0,
     min_lr: float = 0.0,
     init_lr: float = 0.0,
     decay: str = "linear",
 ) -> float:
     """Budgeted training (Li, Yumer & Ramanan, ICLR 2020; Geiping & Goldstein 2022): a linear
-    warm-up over ``warmup_steps`` updates, times a decay from 1 to 0 over the run's
-    ``progress`` in [0, 1] (a share of its updates or of its time, whichever is further),
-    linear or half a cosine, from ``peak_lr`` down to ``min_lr`` when the budget is spent. A
-    run cut short by its clock ends annealed, as a fixed schedule cut short does not."""
-    left = min(max(1.0 - progress, 0.0), 1.0)
+    warm-up over ``warmup_steps`` updates to ``peak_lr``, then a decay over the rest of the
+    run's ``progress`` in [0, 1] (a share of its updates or of its time, whichever is
+    further), linear or half a cosine, down to ``min_lr`` when the budget is spent.
+    ``peak_progress``: the progress when the warm-up ended (0 before it: a budget too short
+    for the warm-up ends it early, on the decay's line). A run cut short by its clock ends
+    annealed, as a fixed schedule cut short does not."""
+    left = min(max((1.0 - progress) / max(1.0 - peak_progress, 1e-9), 0.0), 1.0)
     shape = left if decay == "linear" else 0.5 * (1.0 - math.cos(math.pi * left))
-    warm = min(step / warmup_steps, 1.0)
-    return min_lr + (init_lr + (peak_lr - init_lr) * warm - min_lr) * shape
+    rise = init_lr + (peak_lr - init_lr) * min(step / warmup_steps, 1.0)
+    return min(rise, min_lr + (peak_lr - min_lr) * shape)
 
 
 def learning_rate(
-    step: int, optim: OptimConfig, *, d_model: int, max_updates: int, progress: float = 0.0
+    step: int,
+    optim: OptimConfig,
+    *,
+    d_model: int,
+    max_updates: int,
+    progress: float = 0.0,
+    peak_progress: float = 0.0,
 ) -> float:
     """The learning rate for update ``step`` under ``optim.schedule``; ``progress``: the
-    run's share of its budget spent (the budget schedule's clock)."""
+    run's share of its budget spent, ``peak_progress`` that share at the warm-up's end (the
+    budget schedule's clock, ``budget_lr``)."""
     if optim.schedule == "budget":
         return budget_lr(
             step,
             progress,
             peak_lr=optim.lr,
             warmup_steps=optim.warmup_steps,
+            peak_progress=peak_progress,
             min_lr=optim.min_lr,
             init_lr=optim.warmup_init_lr,
             decay=optim.budget_decay,

@@ -24,6 +24,7 @@ class TrainerState:
     tokens: int = 0
     train_seconds: float = 0.0
     progress: float = 0.0  # the share of the run's budget spent (updates or time, the further)
+    peak_progress: float = 0.0  # the progress when the warm-up ended (0: not yet)
     threads: int = 0  # the CPU threads chosen at the start (0: not yet), kept on resume
 
     @classmethod

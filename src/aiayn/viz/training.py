@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from aiayn.train.schedule import inverse_sqrt_lr, noam_lr
+from aiayn.train.schedule import budget_lr, inverse_sqrt_lr, noam_lr
 from aiayn.viz.common import pyplot
 
 
@@ -17,31 +17,45 @@ def schedule_figure(
     *,
     settings: Sequence[tuple[int, int]] = ((512, 4000), (512, 8000), (256, 4000)),
     peak_lr: float = 0.004,
-    warmup_steps: int = 1000,
-    steps: int = 20_000,
+    warmup_steps: int = 800,
+    steps: int = 8000,
+    budget_ends: Sequence[int] = (8000, 3000),
 ) -> Any:
-    """The paper's schedule (``noam_lr``) for each (d_model, warmup_steps) of ``settings``,
-    beside fairseq's ``inverse_sqrt_lr`` with an explicit peak: a linear rise, then a fall
-    with 1/√step. The defaults of the second are the Multi30k recipes' (``optim.lr`` 0.004,
-    ``optim.warmup_steps`` 1000)."""
+    """Left: the paper's schedule (``noam_lr``) for each (d_model, warmup_steps) of
+    ``settings``. Right: fairseq's ``inverse_sqrt_lr`` with an explicit peak (a linear rise,
+    then a fall with 1/√step) beside the budget schedule (``budget_lr``, linear) of runs whose
+    budget ends at each update of ``budget_ends``: at ``max_updates`` on a fast CPU, earlier
+    where the clock ends it. The defaults are the Multi30k recipes' (``optim.lr`` 0.004,
+    ``optim.warmup_steps`` 800, ``run.max_updates`` 8000)."""
     plt = pyplot()
-    updates = range(1, steps + 1, max(1, steps // 500))
-    fig, (noam, inverse) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    updates = list(range(1, steps + 1, max(1, steps // 500)))
+    fig, (noam, practice) = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    noam_steps = list(range(1, 20_001, 40))
     for d_model, warmup in settings:
         noam.plot(
-            list(updates),
-            [noam_lr(s, d_model=d_model, warmup_steps=warmup) for s in updates],
+            noam_steps,
+            [noam_lr(s, d_model=d_model, warmup_steps=warmup) for s in noam_steps],
             label=f"d_model {d_model}, warm-up {warmup}",
         )
     noam.set_title("noam_lr: d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)  (§5.3)")
-    inverse.plot(
-        list(updates),
+    practice.plot(
+        updates,
         [inverse_sqrt_lr(s, peak_lr=peak_lr, warmup_steps=warmup_steps) for s in updates],
         color="C3",
-        label=f"peak {peak_lr:g}, warm-up {warmup_steps}",
+        label=f"inverse_sqrt: peak {peak_lr:g}, warm-up {warmup_steps}",
     )
-    inverse.set_title("inverse_sqrt_lr: peak · √(warmup / step) after the warm-up (fairseq)")
-    for ax in (noam, inverse):
+    for end, style in zip(budget_ends, ("-", "--"), strict=False):
+        shown = [s for s in updates if s <= end]
+        peak = warmup_steps / end  # the progress when the warm-up ends
+        rates = [
+            budget_lr(s, s / end, peak_lr=peak_lr, warmup_steps=warmup_steps, peak_progress=peak)
+            for s in shown
+        ]
+        practice.plot(
+            shown, rates, "C0" + style, label=f"budget, linear: its budget ends at {end:,}"
+        )
+    practice.set_title("inverse_sqrt (fairseq) and the budget schedule: to 0 when time is up")
+    for ax in (noam, practice):
         ax.set_xlabel("update (step)")
         ax.set_ylabel("learning rate")
         ax.grid(alpha=0.3)
