@@ -19,6 +19,15 @@ fi
 source .venv/bin/activate
 # pip byte-compiles what it installs on one core; compileall does it on every core (a file
 # that is no Python it cannot compile, as pip cannot: both go on)
-python -m pip install --quiet --no-compile torch==2.13.0
+# PyTorch: on a machine without an NVIDIA GPU, the CPU build from PyTorch's own index (about
+# 200 MB; the default index's Linux build carries CUDA, several GB), falling back to the
+# default index where PyTorch's cannot be reached. AIAYN_TORCH_INDEX=URL picks an index.
+torch_index="${AIAYN_TORCH_INDEX:-}"
+if [ -z "$torch_index" ] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; } \
+    && python -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=5)' \
+        https://download.pytorch.org/whl/cpu/torch/ >/dev/null 2>&1; then
+    torch_index=https://download.pytorch.org/whl/cpu
+fi
+python -m pip install --quiet --no-compile ${torch_index:+--extra-index-url "$torch_index"} torch==2.13.0
 python -m pip install --quiet --no-compile -e ".${1:+[$1]}"
 python -m compileall -qq -j 0 .venv/lib || true

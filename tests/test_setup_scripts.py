@@ -25,6 +25,9 @@ if [ "$1" = -m ] && [ "$2" = venv ]; then
 fi
 """
 VENV_PROGRAM = '#!/usr/bin/env bash\necho "{name} $*" >> "$LOG"\n'
+# the venv's python: "-c" is the probe of PyTorch's CPU index, which fails with UNREACHABLE set
+VENV_PYTHON = VENV_PROGRAM + '[ "$1" = -c ] && [ -n "${{UNREACHABLE:-}}" ] && exit 1\nexit 0\n'
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu "
 
 
 @pytest.fixture
@@ -37,7 +40,7 @@ def clone(tmp_path) -> tuple[Path, dict[str, str]]:
     (root / "scripts" / "install_chromium.sh").write_text("exit 0\n")
     for directory, name, text in (
         (bin_dir, "python3", SYSTEM_PYTHON),
-        (stubs, "python", VENV_PROGRAM.format(name="venv-python")),
+        (stubs, "python", VENV_PYTHON.format(name="venv-python")),
         (stubs, "aiayn", VENV_PROGRAM.format(name="venv-aiayn")),
     ):
         directory.mkdir(exist_ok=True)
@@ -63,14 +66,19 @@ def _log(env: dict[str, str]) -> list[str]:
     return Path(env["LOG"]).read_text().splitlines()
 
 
+def _calls(env: dict[str, str]) -> list[str]:
+    """What the scripts ran, less the version check and the index probe (``-c``)."""
+    return [line for line in _log(env) if not line.startswith(("python3 -c", "venv-python -c"))]
+
+
 def test_run_sh_makes_the_venv_installs_torch_first_then_runs_the_pipeline(clone):
     root, env = clone
     done = _run(root, env, "scripts/run.sh", "--set", "run.max_minutes=1")
     assert done.returncode == 0, done.stderr
-    calls = [line for line in _log(env) if not line.startswith("python3 -c")]
+    calls = _calls(env)
     assert calls == [
         "python3 -m venv .venv",
-        "venv-python -m pip install --quiet --no-compile torch==2.13.0",
+        f"venv-python -m pip install --quiet --no-compile {CPU_INDEX}torch==2.13.0",
         "venv-python -m pip install --quiet --no-compile -e .",
         "venv-python -m compileall -qq -j 0 .venv/lib",
         "venv-aiayn pipeline configs/multi30k_en_de_tiny_raw.toml --set run.max_minutes=1",
@@ -81,10 +89,10 @@ def test_test_sh_reuses_the_venv_and_installs_the_dev_extra(clone):
     root, env = clone
     assert _run(root, env, "scripts/test.sh", "-x").returncode == 0
     assert _run(root, env, "scripts/test.sh", "tests/test_masks.py").returncode == 0
-    calls = [line for line in _log(env) if not line.startswith("python3 -c")]
+    calls = _calls(env)
     assert calls.count("python3 -m venv .venv") == 1
     assert calls[1:4] == [
-        "venv-python -m pip install --quiet --no-compile torch==2.13.0",
+        f"venv-python -m pip install --quiet --no-compile {CPU_INDEX}torch==2.13.0",
         "venv-python -m pip install --quiet --no-compile -e .[dev]",
         "venv-python -m compileall -qq -j 0 .venv/lib",
     ]
@@ -112,3 +120,18 @@ def test_a_python_older_than_3_10_is_refused_in_one_line(clone, tmp_path):
     assert done.stderr.strip() == (
         f"aiayn needs Python 3.10 or newer as {old} (set AIAYN_PYTHON=/path/to/python3.X)"
     )
+
+
+@pytest.mark.parametrize("where", ["an NVIDIA GPU", "PyTorch's index unreachable"])
+def test_torch_comes_from_the_default_index_with_a_gpu_or_without_pytorch_s(clone, where):
+    """The CPU build from PyTorch's index only where no NVIDIA GPU is found and that index
+    answers; otherwise the default index's build (CUDA's on Linux), as pip chooses it."""
+    root, env = clone
+    if where == "an NVIDIA GPU":
+        nvidia_smi = Path(env["STUBS"]).parent / "bin" / "nvidia-smi"
+        nvidia_smi.write_text("#!/usr/bin/env bash\necho 'GPU 0: NVIDIA H100'\n")
+        nvidia_smi.chmod(stat.S_IRWXU)
+    else:
+        env["UNREACHABLE"] = "1"
+    assert _run(root, env, "scripts/run.sh").returncode == 0
+    assert "venv-python -m pip install --quiet --no-compile torch==2.13.0" in _calls(env)
