@@ -56,7 +56,8 @@ def test_the_budget_schedule_warms_up_then_decays_to_min_at_the_budget_s_end(dec
             step, optim, d_model=128, max_updates=8000, progress=progress, peak_progress=peak
         )
 
-    assert lr(50, 0.1, peak=0.0) == pytest.approx(2e-3)  # the warm-up, half-way up
+    assert lr(50, 0.1, peak=0.0) == pytest.approx(2e-3)  # the warm-up, half-way up, whatever
+    assert lr(50, 0.9, peak=0.0) == pytest.approx(2e-3)  # the clock says
     assert lr(100, 0.2) == pytest.approx(4e-3)  # the peak, when the warm-up ends
     assert lr(400, 0.6) == pytest.approx(1e-5 + (4e-3 - 1e-5) * 0.5)  # half the rest spent
     assert lr(5000, 1.0) == pytest.approx(1e-5)  # annealed when the budget is spent
@@ -72,13 +73,16 @@ def test_the_budget_schedule_warms_up_then_decays_to_min_at_the_budget_s_end(dec
         assert lr(200, 0.3) > early
 
 
-def test_a_budget_shorter_than_the_warm_up_ends_on_the_decay_s_line():
-    optim = OptimConfig(schedule="budget", lr=4e-3, warmup_steps=1000)
-    rates = [
-        learning_rate(s, optim, d_model=128, max_updates=400, progress=s / 400)
-        for s in range(1, 401)
-    ]
-    assert max(rates) < 4e-3 and rates[-1] == pytest.approx(0.0)
+def test_the_budget_schedule_is_continuous_where_the_warm_up_ends():
+    optim = OptimConfig(schedule="budget", lr=4e-3, warmup_steps=800)
+
+    def lr(step, progress):
+        return learning_rate(
+            step, optim, d_model=128, max_updates=8000, progress=progress, peak_progress=0.4
+        )
+
+    assert lr(800, 0.4) == pytest.approx(4e-3) == lr(801, 0.4)
+    assert lr(801, 0.4005) == pytest.approx(4e-3, rel=1e-3)
 
 
 def test_the_fast_loss_counts_an_output_bias_as_the_reference_does():

@@ -288,6 +288,11 @@ class Trainer:
             return
         self._planned = planned
         self.log(f"planned end: update {planned:,} of {run.max_updates:,} at this speed ({why})")
+        if planned < self.cfg.optim.warmup_steps:
+            self.log(
+                f"warning: that is before the warm-up ends (optim.warmup_steps "
+                f"{self.cfg.optim.warmup_steps:,}): lower it, or give the run more time"
+            )
 
     def _update(self) -> UpdateResult:
         """One optimiser step over ``update_freq`` batches (gradient accumulation)."""

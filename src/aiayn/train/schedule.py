@@ -59,13 +59,13 @@ def budget_lr(
     warm-up over ``warmup_steps`` updates to ``peak_lr``, then a decay over the rest of the
     run's ``progress`` in [0, 1] (a share of its updates or of its time, whichever is
     further), linear or half a cosine, down to ``min_lr`` when the budget is spent.
-    ``peak_progress``: the progress when the warm-up ended (0 before it: a budget too short
-    for the warm-up ends it early, on the decay's line). A run cut short by its clock ends
-    annealed, as a fixed schedule cut short does not."""
+    ``peak_progress``: the progress when the warm-up ended, where the decay starts. A run cut
+    short by its clock ends annealed, as a fixed schedule cut short does not."""
+    if step <= warmup_steps:
+        return init_lr + (peak_lr - init_lr) * step / warmup_steps
     left = min(max((1.0 - progress) / max(1.0 - peak_progress, 1e-9), 0.0), 1.0)
     shape = left if decay == "linear" else 0.5 * (1.0 - math.cos(math.pi * left))
-    rise = init_lr + (peak_lr - init_lr) * min(step / warmup_steps, 1.0)
-    return min(rise, min_lr + (peak_lr - min_lr) * shape)
+    return min_lr + (peak_lr - min_lr) * shape
 
 
 def learning_rate(
