@@ -2,7 +2,7 @@
 
 import pytest
 
-from aiayn.text import split_paragraph
+from aiayn.text import sentences, split_paragraph
 
 TEXTS = [
     "A dog runs. A cat sleeps. Two men walk on the street. A woman sings.",
@@ -53,3 +53,34 @@ def test_joined_translations_keep_spacing_and_line_breaks():
     assert paragraph.join(["Eins.", "Zwei.", "Drei."]) == "Eins. Zwei.\n\nDrei."
     with pytest.raises(ValueError):
         paragraph.join(["Eins."])
+
+
+LINES = [
+    "A dog runs in the park.",
+    "Two men play chess. One of them wins!",
+    'He said "Go." Then he left.',
+    "She asked: why? Nobody knew.",
+    "Mr. Smith and Dr. Jones met at 5 p.m. Later they ate.",
+    "It cost 3.50 euros . And more",
+    "Wait... What happened?",
+    "«Vite.» Il part.",
+    "Er sagte: „Geh.“ Dann ging er.",
+    "The U.S.A. is large. It has 50 states.",
+    "Look (really.) There it is.",
+    "no capital after. the stop",
+    "ends with spaces.   ",
+    "tab\tafter.\tNext",
+    "한국어 문장입니다. 두 번째 문장입니다.",
+    "这是第一句。这是第二句。",
+    "Ein Hund läuft! Eine Katze schläft? Ja.",
+    "Version 2.0 released.",
+]
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "fr", "ko"])
+def test_a_line_the_splitter_cannot_cut_skips_it_with_the_same_sentences(monkeypatch, lang):
+    """``may_split``'s quick test gives every line the sentences the splitter itself gives."""
+    assert sum(not sentences.may_split(line) for line in LINES) >= 5  # the quick path is taken
+    quick = [split_paragraph(line, lang) for line in LINES]
+    monkeypatch.setattr(sentences, "may_split", lambda line: bool(line.strip()))
+    assert quick == [split_paragraph(line, lang) for line in LINES]
