@@ -18,11 +18,17 @@ def noam_lr(step: int, *, d_model: int, warmup_steps: int, scale: float = 1.0) -
 # --8<-- [end:noam_lr]
 
 
+def linear_warmup(step: int, *, init_lr: float, peak_lr: float, warmup_steps: int) -> float:
+    """The warm-up of inverse_sqrt, cosine and budget: a straight line from ``init_lr`` at
+    step 0 to ``peak_lr`` at ``warmup_steps``."""
+    return init_lr + (peak_lr - init_lr) * step / warmup_steps
+
+
 def inverse_sqrt_lr(step: int, *, peak_lr: float, warmup_steps: int, init_lr: float = 0.0) -> float:
     """fairseq's inverse_sqrt: linear warm-up from ``init_lr`` to ``peak_lr``, then
     ``peak_lr · sqrt(warmup_steps / step)``. Same shape as the paper's, with an explicit peak."""
     if step < warmup_steps:
-        return init_lr + (peak_lr - init_lr) * step / warmup_steps
+        return linear_warmup(step, init_lr=init_lr, peak_lr=peak_lr, warmup_steps=warmup_steps)
     return peak_lr * math.sqrt(warmup_steps / max(step, 1))
 
 
@@ -37,7 +43,7 @@ def cosine_lr(
 ) -> float:
     """Linear warm-up, then half a cosine from ``peak_lr`` down to ``min_lr`` at ``decay_steps``."""
     if step < warmup_steps:
-        return init_lr + (peak_lr - init_lr) * step / warmup_steps
+        return linear_warmup(step, init_lr=init_lr, peak_lr=peak_lr, warmup_steps=warmup_steps)
     if step >= decay_steps:
         return min_lr
     progress = (step - warmup_steps) / max(decay_steps - warmup_steps, 1)
@@ -62,7 +68,7 @@ def budget_lr(
     ``peak_progress``: the progress when the warm-up ended, where the decay starts. A run cut
     short by its clock ends annealed, as a fixed schedule cut short does not."""
     if step <= warmup_steps:
-        return init_lr + (peak_lr - init_lr) * step / warmup_steps
+        return linear_warmup(step, init_lr=init_lr, peak_lr=peak_lr, warmup_steps=warmup_steps)
     left = min(max((1.0 - progress) / max(1.0 - peak_progress, 1e-9), 0.0), 1.0)
     shape = left if decay == "linear" else 0.5 * (1.0 - math.cos(math.pi * left))
     return min_lr + (peak_lr - min_lr) * shape
