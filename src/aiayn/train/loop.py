@@ -266,12 +266,10 @@ class Trainer:
         share = self.state.update / run.max_updates
         if not run.max_minutes:
             return share
-        elapsed = self.state.train_seconds + self.window.seconds
-        timed = torch.tensor(elapsed / (60.0 * run.max_minutes))
+        timed = (self.state.train_seconds + self.window.seconds) / (60.0 * run.max_minutes)
         if self.dist.enabled:  # the slowest rank's clock
-            timed = timed.to(self.device)
-            dist.all_reduce(timed, op=dist.ReduceOp.MAX)
-        return max(share, float(timed))
+            timed = float(self._all_reduce(torch.tensor(timed), op=dist.ReduceOp.MAX))
+        return max(share, timed)
 
     def _plan(self) -> None:
         """Log where the time budget will end the run at the speed so far: from the first
@@ -481,8 +479,10 @@ class Trainer:
             return self.forward_model.no_sync()
         return contextlib.nullcontext()
 
-    def _all_reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+    def _all_reduce(
+        self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
+    ) -> torch.Tensor:
         if self.dist.enabled:
             tensor = tensor.to(self.device)
-            dist.all_reduce(tensor)
+            dist.all_reduce(tensor, op=op)
         return tensor
