@@ -479,6 +479,18 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "label_smoothing",
     ),
     ("optim.betas=[0.9]", train_config(optim={"betas": [0.9]}), [*TRAIN], "betas"),
+    (
+        "optim.schedule=linear",
+        train_config(optim={"schedule": "linear"}),
+        [*TRAIN],
+        "schedule",
+    ),
+    (
+        "optim.budget_decay=step",
+        train_config(optim={"schedule": "budget", "budget_decay": "step"}),
+        [*TRAIN],
+        "budget_decay",
+    ),
     ("optim.betas=[0.9, 1.5]", train_config(optim={"betas": [0.9, 1.5]}), [*TRAIN], "betas"),
     ("optim.update_freq=0", train_config(optim={"update_freq": 0}), [*TRAIN], "update_freq"),
     ("optim.warmup_steps=0", train_config(optim={"warmup_steps": 0}), [*TRAIN], "warmup_steps"),
@@ -1076,6 +1088,24 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         recipe_text("[pipeline]\nalpha = -1.0\n"),
         ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
         "alpha",
+    ),
+    (
+        "pipeline: average_share 1",
+        recipe_text("[pipeline]\naverage_share = 1.0\n"),
+        ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
+        "average_share",
+    ),
+    (
+        "pipeline: negative reserve_minutes",
+        recipe_text("[pipeline]\nreserve_minutes = -2\n"),
+        ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
+        "reserve_minutes",
+    ),
+    (
+        "pipeline: reserve_minutes the whole budget",
+        recipe_text("[pipeline]\nreserve_minutes = 10\n[run]\nmax_minutes = 10\n"),
+        ["pipeline", "{t}/recipe.toml", "--work", "{t}/work"],
+        "leaves no time to train",
     ),
     (
         "pipeline: unknown dataset",

@@ -266,9 +266,11 @@ def recipe_from_dict(
     unknown = sorted(set(prepare) - known)
     if unknown:
         raise ConfigError(f"{where}.prepare: unknown key(s) {unknown}; known: {sorted(known)}")
-    return Recipe(
-        pipeline=pipeline, prepare=prepare, train=train_config_from_dict(values, where=where)
-    )
+    train = train_config_from_dict(values, where=where)
+    try:
+        return Recipe(pipeline=pipeline, prepare=prepare, train=train)
+    except ValueError as e:  # what the tables allow together
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def _decode_table(values: Any, where: str) -> Any:
