@@ -18,8 +18,20 @@ from .blocks import FENCE, REPO, blocks, documents, translation_of
 slugify = pytest.importorskip("markdown.extensions.toc", reason="mkdocs (dev extra)").slugify
 
 DOCS = REPO / "docs"
-# the landing page, the quick start, the tutorial and its map of other tutorials' names
-REQUIRED = ("index.md", "start.md", "tutorial/paper.md", "tutorial/names.md")
+# the learner's path: the landing page, the quick start, the tutorial and its map of other
+# tutorials' names, translating and scoring, one's own corpus, serving, the Korean guide and
+# troubleshooting
+REQUIRED = (
+    "index.md",
+    "start.md",
+    "tutorial/paper.md",
+    "tutorial/names.md",
+    "how-to/translate.md",
+    "how-to/own-corpus.md",
+    "how-to/serve.md",
+    "how-to/korean.md",
+    "troubleshooting.md",
+)
 HEADING = re.compile(r"^(?P<level>#{1,6}) (?P<title>.+?)(?: \{#(?P<id>[^}\s]+)\})?$")
 ADMONITION = re.compile(r"^\s*(?:!!!|\?\?\?\+?) (?P<kind>[\w-]+)")  # !!! note "...", ??? success
 NUMBER = re.compile(r"§[\d.]*\d|^\d+\.")  # the paper's section numbers, a page's own steps
@@ -38,11 +50,41 @@ class _AnyTagLoader(yaml.SafeLoader):
 _AnyTagLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
+def _config() -> dict:
+    return yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_AnyTagLoader)
+
+
+def _i18n_languages() -> list[dict]:
+    config = _config()
+    plugin = next(p["i18n"] for p in config["plugins"] if isinstance(p, dict) and "i18n" in p)
+    return plugin["languages"]
+
+
 def languages() -> list[str]:
     """The languages besides English that mkdocs.yml builds (its i18n plugin's locales)."""
-    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_AnyTagLoader)
-    plugin = next(p["i18n"] for p in config["plugins"] if isinstance(p, dict) and "i18n" in p)
-    return [lang["locale"] for lang in plugin["languages"] if not lang.get("default")]
+    return [lang["locale"] for lang in _i18n_languages() if not lang.get("default")]
+
+
+def _nav_titles(items: list) -> list[str]:
+    titles = []
+    for item in items:
+        if isinstance(item, dict):
+            for title, below in item.items():
+                titles.append(title)
+                if isinstance(below, list):
+                    titles += _nav_titles(below)
+    return titles
+
+
+def test_every_menu_title_is_translated():
+    """Every title of the site's menu, the how-to guides' included, in each language."""
+    titles = _nav_titles(_config()["nav"])
+    for language in _i18n_languages():
+        if language.get("default"):
+            continue
+        named = language.get("nav_translations") or {}
+        missing = [t for t in titles if t not in named]
+        assert not missing, f"{language['locale']}: menu titles not translated: {missing}"
 
 
 def translations() -> list[Path]:
