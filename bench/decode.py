@@ -21,7 +21,7 @@ oneDNN, MKL, FBGEMM, CTranslate2), and the header names what each then runs: an 
 machine, emulated on an AVX512 one.
 
 ``--shortlist K`` adds rows "aiayn shortlist" (with each precision): decoding with a
-vocabulary shortlist (``aiayn.decode.shortlist``) of K pieces per source piece, from a
+vocabulary shortlist (``aiayn.accel.shortlist``) of K pieces per source piece, from a
 synthetic table (each source piece's 100 pieces drawn by Zipf's law over the target ids, the
 100 lowest ids always allowed; the row names how many pieces its batch allows); with
 ``--model``, the model directory's own table (``aiayn shortlist``), its BLEU beside the rest.
@@ -174,14 +174,14 @@ def aiayn_model(size: str, work: Path):
 
 
 def synthetic_shortlist(size: str):
-    """A lexical table for a random model (``aiayn.decode.shortlist.Shortlist``): each
+    """A lexical table for a random model (``aiayn.accel.shortlist.Shortlist``): each
     source piece's ``SHORTLIST_TABLE`` pieces drawn from a Zipf distribution over the
     target ids (a word's likeliest translations are mostly frequent words, so those of a
     batch's words overlap as in a real table), the ``SHORTLIST_FREQUENT`` lowest ids (the
     most frequent under that law) always allowed."""
     import torch
 
-    from aiayn.decode.shortlist import Shortlist
+    from aiayn.accel.shortlist import Shortlist
 
     vocab = vocab_size(size)
     g = torch.Generator().manual_seed(0)
@@ -197,9 +197,9 @@ def aiayn_runner(
 ):
     import torch
 
+    from aiayn.accel.shortlist import ShortlistStepper
     from aiayn.decode import beam_search, greedy_search, stepper_for
-    from aiayn.decode.shortlist import ShortlistStepper
-    from aiayn.decode.stepper import UncachedTransformerStepper
+    from aiayn.modules.stepper import UncachedTransformerStepper
 
     model = aiayn_model(size, work)
     inner = stepper_for(model, precision=precision) if cached else UncachedTransformerStepper(model)
@@ -210,7 +210,7 @@ def aiayn_runner(
 
     def run():
         nonlocal stepper
-        if table is not None:  # per batch, as aiayn.decode.translator does
+        if table is not None:  # per batch, as aiayn.translate.translator does
             rows = table.rows(src, shortlist, model.specials)  # (K,)
             listed = ShortlistStepper(inner, rows, vocab_size(size))
             stepper = HoldEOS(listed, model.specials.eos)
@@ -459,7 +459,7 @@ def prepare_trained(model_dir: str, src_tokenizer, source_path: str, work: Path)
     import importlib.util
 
     from aiayn.data.corpus import read_lines
-    from aiayn.decode.translator import SearchOptions
+    from aiayn.translate.translator import SearchOptions
 
     ids = src_tokenizer.encode([line.strip() for line in read_lines(source_path)])
     info = {"model": model_dir, "ids": ids}
@@ -520,7 +520,7 @@ def trained_worker(system: str, search: str, repeats: int, work: Path, shortlist
     else:
         import torch
 
-        from aiayn.decode.translator import SearchOptions, Translator
+        from aiayn.translate.translator import SearchOptions, Translator
 
         torch.set_num_threads(2)
         translator = Translator.from_dir(info["model"])

@@ -31,10 +31,10 @@ import torch
 from sacrebleu.metrics import BLEU
 
 from aiayn.decode.guards import LENGTH_MARGIN
-from aiayn.decode.translator import Translator
 from aiayn.eval import corpus_scores
 from aiayn.search_options import SearchOptions
 from aiayn.text.case import in_known_case, is_shouted
+from aiayn.translate.translator import Translator
 
 UNGUARDED = {"max_len_ratio": 0.0, "repeat_stop": 0, "all_caps": "off"}
 

@@ -121,7 +121,7 @@ def summarise(label: str, run: dict) -> None:
 
 def draw(runs: dict[str, dict], output: Path) -> None:
     from aiayn.viz import save_figure
-    from aiayn.viz.common import pyplot
+    from aiayn.viz.figure import pyplot
 
     plt = pyplot()
     fig, (speed, memory) = plt.subplots(1, 2, figsize=(12, 4))

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from aiayn import SearchOptions, Translator, corpus_scores
-from aiayn.cli.routing import RoutedTranslator
+from aiayn.translate.routing import RoutedTranslator
 
 
 def _lines(path: Path, limit: int | None) -> list[str]:

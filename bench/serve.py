@@ -44,7 +44,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONUNBUFFERED": "1"}
 
 OFFLINE = """
 import json, sys, time
-from aiayn.decode.translator import SearchOptions, Translator
+from aiayn.translate.translator import SearchOptions, Translator
 from aiayn.memory import tune_allocator
 tune_allocator()
 lines = open(sys.argv[2], encoding="utf-8").read().splitlines()

@@ -20,7 +20,7 @@ test sets (raw, cased text: what the model translates as a user's text).
   lines whose every target term appears, BLEU of the set, and the seconds each way.
 - confidence: Spearman's correlation between each line's confidence and its sentence chrF,
   and how far the confidence is from the chrF (0 to 1), the model's own and calibrated
-  (``aiayn.eval.calibrate``, fitted on ``val``: printed first).
+  (``aiayn.eval.calibration_fit``, fitted on ``val``: printed first).
 
 Corpora under ``AIAYN_DATA_DIR`` (default ``../shared/data``): ``multi30k/train.*.gz`` and
 ``multi30k/test_YEAR_flickr.*.gz``, ``multi30k/val.*.gz`` (``--sets val``: the validation
@@ -237,7 +237,7 @@ def confidence(translator, options, src, ref, fit) -> dict:
     validation set (``fit``; monotone, so its Spearman is the same)."""
     from scipy.stats import spearmanr
 
-    from aiayn.eval.calibrate import sentence_chrf
+    from aiayn.eval.calibration_fit import sentence_chrf
 
     found = [h[0] for h in translator.translate(src, options)]
     chrf = np.asarray(sentence_chrf([h.text for h in found], ref))
@@ -259,7 +259,7 @@ def confidence(translator, options, src, ref, fit) -> dict:
 
 def calibration_fit(translator, options, args):
     """The calibration fitted on the validation set (``val.*.gz``), printed."""
-    from aiayn.eval.calibrate import calibrate
+    from aiayn.eval.calibration_fit import calibrate
 
     src = read(data_dir() / f"val.{args.src}.gz", args.limit)
     ref = read(data_dir() / f"val.{args.tgt}.gz", args.limit)
@@ -297,7 +297,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.translate.translator import SearchOptions, Translator
 
     translator = Translator.from_dir(args.model)
     translator.calibration = None  # the model's own confidence, calibrated here on val

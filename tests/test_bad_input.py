@@ -24,7 +24,7 @@ import torch
 from aiayn.cli import main
 from aiayn.config import PrepareConfig
 from aiayn.data import prepare
-from aiayn.data.lm import prepare_lm
+from aiayn.data.lm_stream import prepare_lm
 from aiayn.train import list_checkpoints
 
 from .data.corpora import make_corpus, sentences, write_lines

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from aiayn.checks import lone_surrogate
-from aiayn.decode.inputs import TranslationError, check_lines
 from aiayn.serve.checks import BadRequest, text
+from aiayn.translate.inputs import TranslationError, check_lines
 
 
 @pytest.mark.parametrize(

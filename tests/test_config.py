@@ -1,7 +1,8 @@
 import pytest
 
-from aiayn.config import ConfigError, ModelConfig, model_preset
+from aiayn.config import ModelConfig, model_preset
 from aiayn.config_io import config_from_dict, config_to_dict, load_toml
+from aiayn.errors import ConfigError
 
 
 def test_presets_have_the_paper_sizes():

@@ -12,10 +12,10 @@ import torch
 
 from aiayn.accel.fused_loss import GPU_CHUNK_ROWS
 from aiayn.decode import greedy_search, stepper_for
-from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.modules.attention import scaled_dot_product_attention
 from aiayn.store import load_model
 from aiayn.train import Trainer
+from aiayn.translate.translator import SearchOptions, Translator
 
 from .accel.test_fused_loss import assert_fused_equals_cross_entropy
 from .conftest import random_tokens

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-import aiayn.pipeline.distill as distill_module
+import aiayn.pipeline.distill_stage as distill_module
 from aiayn.cli import main
 from aiayn.config import DistillConfig, ModelConfig, model_preset
 from aiayn.config_io import recipe_from_dict
 from aiayn.data import load_prepared
-from aiayn.decode.shards import Translated
 from aiayn.models import build_model
 from aiayn.pipeline import STAGES, run_pipeline
-from aiayn.pipeline.distill import SHARDS, filter_pairs
+from aiayn.pipeline.distill_stage import SHARDS, filter_pairs
 from aiayn.store import load_model, save_model
 from aiayn.store.card import ModelCard, Score
 from aiayn.store.model_dir import read_model_config
 from aiayn.train.checkpoint import model_assets
+from aiayn.workers.shards import Translated
 
 from .data.corpora import sentences, write_lines
 
@@ -77,7 +77,7 @@ def test_distill_writes_shards_and_the_filtered_corpus(distilled, capsys):
 
 
 def test_the_teacher_output_is_its_beam_search(distilled, trained_model_dir):
-    from aiayn.decode.translator import SearchOptions, Translator
+    from aiayn.translate.translator import SearchOptions, Translator
 
     _, out = distilled
     rows = [json.loads(line) for line in (out / SHARDS / "000000.jsonl").open()]
@@ -337,7 +337,7 @@ def test_the_multi30k_student_recipe_distils_the_main_model():
 
 
 def test_the_pipeline_refuses_a_teacher_of_another_pair_in_one_line(trained_model_dir, tmp_path):
-    from aiayn.pipeline.distill import DistillError
+    from aiayn.pipeline.distill_stage import DistillError
 
     write_lines(tmp_path / "corpus.en", ["a b"])
     write_lines(tmp_path / "corpus.de", ["b a"])

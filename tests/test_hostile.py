@@ -29,9 +29,9 @@ import torch
 
 from aiayn.config import ModelConfig
 from aiayn.decode.generate import generate
-from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.errors import AiaynError
 from aiayn.models import build_model
+from aiayn.translate.translator import SearchOptions, Translator
 
 # -- the Python API ----------------------------------------------------------------------
 

@@ -246,7 +246,7 @@ def _stage_job(tmp_path, confidences, chrf_like):
     from types import SimpleNamespace
 
     from aiayn.config import PipelineConfig
-    from aiayn.decode.terms import Translation
+    from aiayn.translate.terms import Translation
 
     tmp_path.mkdir(exist_ok=True)
     refs = [f"der {w} läuft durch den park nummer {n}" for n, w in enumerate(["hund"] * 60)]
@@ -272,8 +272,8 @@ def _stage_job(tmp_path, confidences, chrf_like):
 
 
 def test_the_calibration_stage_fits_the_validation_split_or_says_why_not(tmp_path):
-    from aiayn.decode.calibration import read_calibration
-    from aiayn.pipeline.calibration import calibrate_confidence
+    from aiayn.pipeline.calibrate_stage import calibrate_confidence
+    from aiayn.translate.calibration import read_calibration
 
     good = [n % 2 == 0 for n in range(60)]
     job = _stage_job(tmp_path, [0.9 if g else 0.3 for g in good], good)
@@ -294,8 +294,8 @@ def test_the_shortlist_stage_ships_the_table_the_test_sets_decode_with(tmp_path)
     rewrite, the test set decodes with ``shortlist``, and a rerun reuses the table."""
     import torch
 
-    from aiayn.decode.shortlist import SHORTLIST_FILE, build_shortlist, load_shortlist
     from aiayn.store.model_dir import read_model_config
+    from aiayn.translate.shortlist_table import SHORTLIST_FILE, build_shortlist, load_shortlist
 
     recipe_file = _own_corpus_recipe(tmp_path, max_updates=20)
     values = load_toml(str(recipe_file))

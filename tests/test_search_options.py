@@ -11,9 +11,10 @@ import pytest
 from aiayn.checks import Flag, Number, OneOf, Whole
 from aiayn.cli import build_parser
 from aiayn.cli.common import search_options
+from aiayn.config import DistillConfig
 from aiayn.config_io import recipe_from_dict
 from aiayn.errors import ConfigError
-from aiayn.search_options import COMMANDS, SearchOptions, Terms, Texts
+from aiayn.search_options import SearchOptions, Terms, Texts
 from aiayn.text.glossary import Glossary
 
 FIELDS = dataclasses.fields(SearchOptions)
@@ -49,6 +50,16 @@ def _argv(field: dataclasses.Field, value, tmp_path) -> list[str]:
     return [flag, str(value)]
 
 
+# each command that decodes, the least argv it parses with, and the options its defaults are
+ARGV = {
+    "translate": (["translate", "--model", "m"], SearchOptions()),
+    "serve": (["serve", "--model", "m"], SearchOptions()),
+    "calibrate": (["calibrate", "m", "--src", "s", "--ref", "r"], SearchOptions()),
+    "distill": (["distill", "t", "s", "--out", "o"], DistillConfig(teacher="t").decode),
+    "plot": (["plot", "attention", "--model", "m", "--src", "s", "-o", "o.png"], SearchOptions()),
+}
+
+
 def _offered(command: str) -> list[dataclasses.Field]:
     return [f for f in FIELDS if command in f.metadata["commands"]]
 
@@ -56,18 +67,47 @@ def _offered(command: str) -> list[dataclasses.Field]:
 def test_every_field_declares_its_help_and_rule():
     for field in FIELDS:
         assert field.metadata["help"] and field.metadata["rule"].problem(field.default) is None
-        assert set(field.metadata["commands"]) <= set(COMMANDS), field.name
+        assert set(field.metadata["commands"]) <= set(ARGV), field.name
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", ARGV)
 def test_the_commands_generate_an_option_for_each_field(command, tmp_path):
     parser = build_parser()
-    defaults = search_options(parser.parse_args([command, "--model", "m"]))
-    assert defaults == SearchOptions()
+    argv, base = ARGV[command]
+    assert search_options(parser.parse_args(argv), base) == base
     for field in _offered(command):
         value = _other(field)
-        args = parser.parse_args([command, "--model", "m", *_argv(field, value, tmp_path)])
-        assert getattr(search_options(args), field.name) == value, field.name
+        args = parser.parse_args([*argv, *_argv(field, value, tmp_path)])
+        assert getattr(search_options(args, base), field.name) == value, field.name
+
+
+def _subcommands(parser, path=()) -> list[tuple[tuple[str, ...], object]]:
+    """Every (sub)command's parser, with its path of names (``("plot", "attention")``)."""
+    found = [(path, parser)] if path else []
+    for action in parser._actions:
+        if action.choices and hasattr(action.choices, "items") and action.dest != "help":
+            for name, sub in action.choices.items():
+                if hasattr(sub, "_actions"):
+                    found += _subcommands(sub, (*path, name))
+    return found
+
+
+def test_no_command_declares_a_decoding_option_by_hand():
+    """Every option of every command named as a ``SearchOptions`` field is the one generated
+    from the field (its help says its default), and only commands the field names have it."""
+    names = {f.name: f for f in FIELDS}
+    for path, parser in _subcommands(build_parser()):
+        for action in parser._actions:
+            field = names.get(action.dest)
+            if field is None or not action.option_strings:
+                continue
+            where = " ".join(path)
+            if path == ("translate",) and field.name == "format":
+                continue  # also names document formats: its own (the field's commands=())
+            assert path[0] in field.metadata["commands"], (
+                f"aiayn {where} declares {action.option_strings[0]} by hand"
+            )
+            assert action.help and field.metadata["help"].replace("%", "%%") in action.help, where
 
 
 def test_translate_has_an_option_for_every_field():
@@ -94,8 +134,8 @@ def _wire(value):
 def test_a_request_sets_the_per_request_fields_and_only_those():
     pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
     from aiayn.serve.checks import BadRequest
-    from aiayn.serve.common import ServeSettings
-    from aiayn.serve.terms import requested_options
+    from aiayn.serve.libretranslate_requests import requested_options
+    from aiayn.serve.settings import ServeSettings
 
     server = ServeSettings(models=("m",), decode=SearchOptions(beam=3)).decode
     per_request = [f for f in FIELDS if f.metadata["request"]]

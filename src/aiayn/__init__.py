@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 
 _SOURCES = {
     # translate and score
-    "Translator": "aiayn.decode.translator",
+    "Translator": "aiayn.translate.translator",
     "SearchOptions": "aiayn.search_options",
-    "Translation": "aiayn.decode.translator",
+    "Translation": "aiayn.translate.translator",
     "corpus_scores": "aiayn.eval.bleu",
     "Scores": "aiayn.eval.bleu",
     # language models

@@ -14,10 +14,13 @@ Imports nothing from aiayn but the errors, so every layer may use it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from aiayn.errors import ConfigError
 
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
 
@@ -156,3 +159,57 @@ def lone_surrogate(text: str) -> int | None:
     except UnicodeEncodeError as e:
         return e.start
     return None
+
+
+@dataclass(frozen=True)
+class Maybe:
+    """None (the default, whatever it stands for), or a value that ``rule`` accepts."""
+
+    rule: Any
+
+    def problem(self, value: Any) -> str | None:
+        return None if value is None else self.rule.problem(value)
+
+    def parse(self, text: str) -> Any:
+        return self.rule.parse(text)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A non-empty string (a path, a name)."""
+
+    def problem(self, value: Any) -> str | None:
+        if isinstance(value, str) and value:
+            return None
+        return f"must be a non-empty string, got {value!r}"
+
+    def parse(self, text: str) -> str:
+        if not text:
+            raise ValueError("must not be empty")
+        return text
+
+
+def check_ranges(
+    cfg: Any,
+    *,
+    at_least_1: tuple[str, ...] = (),
+    at_least_0: tuple[str, ...] = (),
+    above_0: tuple[str, ...] = (),
+    below_1: tuple[str, ...] = (),
+) -> None:
+    """Raise ConfigError naming the first field of ``cfg`` outside its range, by the rules
+    of ``aiayn.checks`` (a boolean is no number, NaN is in no range): ``at_least_1`` or
+    ``at_least_0`` (whole numbers where the field is an ``int``), numbers ``above_0``,
+    fractions in [0, 1) ``below_1``."""
+    whole = {f.name for f in dataclasses.fields(cfg) if f.type in ("int", int)}
+
+    def least(name: str, low: int) -> Rule:
+        return Whole(low) if name in whole else Number(float(low))
+
+    rules: dict[str, Rule] = {
+        **{name: least(name, 1) for name in at_least_1},
+        **{name: least(name, 0) for name in at_least_0},
+        **dict.fromkeys(above_0, Number(0.0, above=True)),
+        **dict.fromkeys(below_1, Number(0.0, 1.0, below=True)),
+    }
+    check(cfg, rules, ConfigError)

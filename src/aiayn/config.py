@@ -12,8 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiayn.checks import Number, Rule, Whole, check
-from aiayn.errors import ConfigError
+from aiayn.checks import check_ranges
 from aiayn.search_options import SearchOptions
 
 # Special token ids: the same in every vocabulary aiayn builds (kept here, and only here).
@@ -22,32 +21,6 @@ UNK_ID = 1
 BOS_ID = 2
 EOS_ID = 3
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
-
-
-def check_ranges(
-    cfg: Any,
-    *,
-    at_least_1: tuple[str, ...] = (),
-    at_least_0: tuple[str, ...] = (),
-    above_0: tuple[str, ...] = (),
-    below_1: tuple[str, ...] = (),
-) -> None:
-    """Raise ConfigError naming the first field of ``cfg`` outside its range, by the rules
-    of ``aiayn.checks`` (a boolean is no number, NaN is in no range): ``at_least_1`` or
-    ``at_least_0`` (whole numbers where the field is an ``int``), numbers ``above_0``,
-    fractions in [0, 1) ``below_1``."""
-    whole = {f.name for f in dataclasses.fields(cfg) if f.type in ("int", int)}
-
-    def least(name: str, low: int) -> Rule:
-        return Whole(low) if name in whole else Number(float(low))
-
-    rules: dict[str, Rule] = {
-        **{name: least(name, 1) for name in at_least_1},
-        **{name: least(name, 0) for name in at_least_0},
-        **dict.fromkeys(above_0, Number(0.0, above=True)),
-        **dict.fromkeys(below_1, Number(0.0, 1.0, below=True)),
-    }
-    check(cfg, rules, ConfigError)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +123,7 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "big": dict(
         d_model=1024, n_heads=16, d_ff=4096, n_encoder_layers=6, n_decoder_layers=6, dropout=0.3
     ),
-    # Students (aiayn.pipeline.distill): the decoder runs once per output token and beam,
+    # Students (aiayn.pipeline.distill_stage): the decoder runs once per output token and beam,
     # the encoder once per sentence, so depth moves from the decoder to the encoder.
     # Bergamot's "tiny" En-De student shape (browsermt/students: 6 encoder and 2 decoder
     # layers, d_model 256, FFN 1536, 8 heads), with the paper's decoder layer.
@@ -339,7 +312,7 @@ ExportTarget = Literal["ct2", "hf", "argos"]  # aiayn export TARGET
 class DistillConfig:
     """Sequence-level knowledge distillation (Kim & Rush, 2016): a teacher model translates a
     corpus's source side with beam search, and a student trains on its translations
-    (``aiayn.pipeline.distill``). The translations are kept in shards, the unit of resuming;
+    (``aiayn.pipeline.distill_stage``). The translations are kept in shards, the unit of resuming;
     the filters apply to the whole set at the end."""
 
     teacher: str = ""  # a translation model directory ("": no distillation)
@@ -403,7 +376,7 @@ class PipelineConfig:
     # Moses-tokenised and lowercased as the tok/ files were, against those, tokenize none)
     literature_bleu: bool = False
     # [pipeline.distill] with a teacher: the training split's target side is the teacher's
-    # translations of its source side (aiayn.pipeline.distill); set prepare.vocab_from to the
+    # translations of its source side (aiayn.pipeline.distill_stage); set prepare.vocab_from to the
     # teacher to train the student on the teacher's tokenizer
     distill: DistillConfig = dataclasses.field(default_factory=DistillConfig)
     # fit the confidence to the validation split's sentence chrF (decoded as the test sets

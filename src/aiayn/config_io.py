@@ -14,13 +14,13 @@ from typing import Any, Literal
 
 from aiayn.config import (
     MODEL_PRESETS,
-    ConfigError,
     ModelConfig,
     PipelineConfig,
     PrepareConfig,
     Recipe,
     TrainConfig,
 )
+from aiayn.errors import ConfigError
 from aiayn.search_options import SearchOptions
 
 

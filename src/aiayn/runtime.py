@@ -150,18 +150,22 @@ def resolve_precision(requested: str, device: torch.device) -> str:
     return "bf16" if computes_bfloat16(device) else "fp32"
 
 
-def check_decoding_precision(precision: str, device: torch.device) -> None:
-    """Refuse a decoding precision ``device`` cannot compute in: int8 runs on PyTorch's
-    quantised CPU kernels only.
+def decoding_precision(requested: str, device: torch.device) -> str:
+    """The one place a decoding precision meets a machine: ``auto`` resolved
+    (``resolve_precision``), and a precision ``device`` cannot decode in refused: int8 runs
+    on PyTorch's quantised CPU kernels only. (A profile refuses what it does not implement:
+    the reference profile's stepper, int8.)
 
     Raises:
         DeviceError: int8 on a GPU.
     """
+    precision = resolve_precision(requested, device)
     if precision == "int8" and device.type != "cpu":
         raise DeviceError(
             f"precision int8 decodes on the CPU only (PyTorch's quantised CPU kernels), "
             f"not on {device}: use fp32 or bf16 there"
         )
+    return precision
 
 
 def emulated_bfloat16_warning(precision: str, device: torch.device) -> str | None:

@@ -1,6 +1,7 @@
 """How text is decoded: ``SearchOptions``, one frozen value every surface reads.
 
-``aiayn translate`` and ``aiayn serve`` generate their decoding options from its fields
+Every command that decodes (``aiayn translate``, ``serve``, ``calibrate``, ``distill``,
+``plot attention``) generates its decoding options from its fields
 (``aiayn.cli.common.add_search_options``), the server holds one as ``ServeSettings.decode``
 and changes its per-request fields with ``dataclasses.replace``
 (``aiayn.serve.checks.requested_options``), and a pipeline recipe holds one as
@@ -13,6 +14,7 @@ Imports no torch, so configs and command lines read it without loading a model.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
@@ -35,7 +37,10 @@ TextFormat = Literal["text", "html"]
 SearchPrecision = Literal["fp32", "bf16", "int8", "auto"]
 OnLong = Literal["truncate", "error"]
 AllCaps = Literal["restore", "known", "off"]
-COMMANDS = ("translate", "serve")  # the commands whose options are generated from the fields
+# the commands whose options are generated from the fields: a field's default ``commands``,
+# those that translate text with every option; distill and plot take the search's own
+COMMANDS = ("translate", "serve", "calibrate")
+SEARCH = (*COMMANDS, "distill")  # the beam search's settings, also for distillation
 
 
 def option(
@@ -47,12 +52,16 @@ def option(
     commands: tuple[str, ...] = COMMANDS,
     flag: str | None = None,
     metavar: str | None = None,
+    nargs: str | None = None,
+    read: Callable[[Any], Any] | None = None,
 ) -> Any:
-    """A field of ``SearchOptions``: its default, its help text (the command-line option's),
-    the rule its values follow (``aiayn.checks``), the name a server request sets it by
-    (None: the server's setting holds for every request), the commands that offer it as
-    ``--field-name`` (or as ``flag``: ``--no-protect`` turns a default-true flag off;
-    ``metavar`` names its value in ``--help``)."""
+    """A field of ``SearchOptions`` (or of ``aiayn.serve.settings.ServeSettings``): its
+    default, its help text (the command-line option's), the rule its values follow
+    (``aiayn.checks``), the name a server request sets it by (None: the server's setting
+    holds for every request), the commands that offer it as ``--field-name`` (or as
+    ``flag``: ``--no-protect`` turns a default-true flag off; ``metavar`` names its value in
+    ``--help``; ``nargs="*"``: the values follow the flag; ``read`` makes the field's value
+    of what the command line gives, e.g. a file's keys)."""
     metadata = {
         "help": help,
         "rule": rule,
@@ -60,6 +69,8 @@ def option(
         "commands": commands,
         "flag": flag,
         "metavar": metavar,
+        "nargs": nargs,
+        "read": read,
     }
     return dataclasses.field(default=default, metadata=metadata)
 
@@ -132,15 +143,17 @@ class SearchOptions:
     Adding an option is one field here (plus its use, usually in ``Translator``): declare it
     with ``option(default, help, rule)``. The rule (``aiayn.checks``: ``Whole``, ``Number``,
     ``OneOf``, ``Flag``) checks it in ``__post_init__`` and parses it from text. From the
-    field, with nothing else to edit, ``aiayn translate`` and ``aiayn serve`` get
-    ``--field-name`` with the default and the help text (``commands=`` narrows them), a
+    field, with nothing else to edit, the commands that decode (``COMMANDS``) get
+    ``--field-name`` with the default and the help text (``commands=`` chooses them), a
     pipeline recipe accepts ``field_name = ...`` in ``[pipeline]``, and with
     ``request=True`` a server request may set it by its name (checked by the same rule);
     tests/test_search_options.py walks the fields and finds each on every surface.
     """
 
-    beam: int = option(5, "beam size; 1 is greedy search", Whole(1, MAX_BEAM))
-    alpha: float = option(0.6, "length penalty α (§6.1); 0: none", Number(0.0))
+    beam: int = option(
+        5, "beam size; 1 is greedy search", Whole(1, MAX_BEAM), commands=(*SEARCH, "plot")
+    )
+    alpha: float = option(0.6, "length penalty α (§6.1); 0: none", Number(0.0), commands=SEARCH)
     nbest: int = option(
         1,
         "hypotheses per line; above 1, lines are 'N ||| text ||| score'",
@@ -168,7 +181,9 @@ class SearchOptions:
         "capitals (restore) or as the model wrote it (known); off: as it is",
         OneOf(get_args(AllCaps)),
     )
-    batch_tokens: int = option(4096, "padded source tokens decoded together at most", Whole(1))
+    batch_tokens: int = option(
+        4096, "padded source tokens decoded together at most", Whole(1), commands=SEARCH
+    )
     max_src_len: int = option(
         1024,
         "inputs longer than this many subwords (EOS included) are truncated or refused",
@@ -183,6 +198,7 @@ class SearchOptions:
         "emulated and far slower on others); int8: every linear map in int8 (CPU only, fast "
         "profile: faster on any x86 CPU); auto: bf16 where the hardware has it",
         OneOf(get_args(SearchPrecision)),
+        commands=SEARCH,
     )
     shortlist: int = option(
         0,
@@ -199,6 +215,7 @@ class SearchOptions:
         "(beam-size hypotheses finished: fairseq, CTranslate2) or heuristic (the best live "
         "beam scored at its current length: Hugging Face); beams and heuristic are faster",
         OneOf(tuple(STOPPING)),
+        commands=SEARCH,
     )
     text: TextMode = option(
         "natural",

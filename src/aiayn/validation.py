@@ -10,12 +10,12 @@ from pathlib import Path
 from aiayn.config import TrainConfig
 from aiayn.data import load_prepared
 from aiayn.data.tokenizer_files import length_ratio_of
-from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.eval import bleu_signature, chrf_signature, corpus_scores, make_bleu
 from aiayn.store.card import ModelCard
 from aiayn.train import Validator
 from aiayn.train.metrics import Metric
 from aiayn.train.run_dir import SIGNATURES_FILE  # in the run directory
+from aiayn.translate.translator import SearchOptions, Translator
 
 
 def validators_for(cfg: TrainConfig) -> list[Validator]:

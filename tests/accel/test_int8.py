@@ -13,15 +13,15 @@ from aiayn.accel.int8 import (
     reduces_range,
     weight_scales,
 )
+from aiayn.accel.profiles import stepper_for
 from aiayn.accel.stepper import TokenStepper
 from aiayn.cli import build_parser
 from aiayn.config_io import recipe_from_dict
 from aiayn.decode import beam_search, greedy_search
-from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.errors import AiaynError, ConfigError
-from aiayn.modules.stepper import PrecisionError
+from aiayn.modules.stepper import PrecisionError, TransformerStepper
 from aiayn.pipeline.stages import search_options
-from aiayn.runtime import check_decoding_precision
+from aiayn.runtime import decoding_precision
 from aiayn.search_options import SearchOptions
 
 from ..conftest import random_tokens, tiny_model
@@ -143,8 +143,8 @@ def test_int8_is_refused_in_one_line_where_it_cannot_run(monkeypatch):
     with pytest.raises(Int8Error, match="CPU only"):
         quantized_for_decoding(tiny_model().to("meta"))
     with pytest.raises(AiaynError, match=r"^precision int8 decodes on the CPU only"):
-        check_decoding_precision("int8", torch.device("cuda"))
-    check_decoding_precision("int8", torch.device("cpu"))
+        decoding_precision("int8", torch.device("cuda"))
+    assert decoding_precision("int8", torch.device("cpu")) == "int8"
     with pytest.raises(PrecisionError, match="fast profile"):
         stepper_for(tiny_model(profile="reference"), precision="int8")
     with pytest.raises(ConfigError, match=r"precision must be one of .*int8.*, got 'int4'$"):

@@ -14,12 +14,13 @@ from aiayn.accel.packed import (
     packs_bfloat16,
     padded_rows,
 )
+from aiayn.accel.profiles import stepper_for
 from aiayn.accel.stepper import fast_stepper
 from aiayn.accel.token_step import affine
 from aiayn.config import model_preset
 from aiayn.decode import greedy_search
-from aiayn.decode.stepper import TransformerStepper, stepper_for
 from aiayn.models import build_model
+from aiayn.modules.stepper import TransformerStepper
 
 pytestmark = [
     pytest.mark.skipif(not onednn_available(), reason="PyTorch built without oneDNN"),

@@ -2,7 +2,7 @@ import torch
 
 from aiayn.cli import main
 from aiayn.data.blocks import random_blocks, sequential_blocks
-from aiayn.data.lm import load_lm_data, prepare_lm
+from aiayn.data.lm_stream import load_lm_data, prepare_lm
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
 

@@ -12,14 +12,14 @@ import pytest
 from scipy.stats import spearmanr
 
 from aiayn.cli import main
-from aiayn.decode.calibration import (
+from aiayn.eval.calibration_fit import CalibrationError, fit_calibration
+from aiayn.translate.calibration import (
     CALIBRATION_FILE,
     Calibration,
     read_calibration,
     write_calibration,
 )
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
-from aiayn.eval.calibrate import CalibrationError, fit_calibration
+from aiayn.translate.translator import SearchOptions, TranslationError, Translator
 
 LINES = ["the dog runs on the street . A small cat sleeps under the big tree.", ""]
 OPTIONS = SearchOptions(beam=2)

@@ -9,8 +9,8 @@ import io
 import pytest
 
 from aiayn.cli import main
-from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.text.documents import read_document
+from aiayn.translate.translator import SearchOptions, Translator
 
 from ..text.documents import SRT, docx_bytes, pptx_bytes
 

@@ -12,10 +12,10 @@ from aiayn.config import EOS_ID, PAD_ID
 from aiayn.data.tokenizer_files import read_tokenizer_info
 from aiayn.decode import beam_search, greedy_search
 from aiayn.decode.guards import LENGTH_MARGIN, looping, output_limits
-from aiayn.decode.translator import Translator
 from aiayn.errors import ConfigError
 from aiayn.search_options import SearchOptions
 from aiayn.text.case import in_known_case, is_shouted
+from aiayn.translate.translator import Translator
 
 from .scripted import A, B, C, ScriptedDecoder
 

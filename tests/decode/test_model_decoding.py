@@ -5,8 +5,8 @@ import torch
 
 from aiayn.config import BOS_ID, EOS_ID, PAD_ID
 from aiayn.decode import beam_search, greedy_search, sample_next, stepper_for
-from aiayn.decode.search import length_batches
-from aiayn.decode.stepper import UncachedTransformerStepper
+from aiayn.modules.stepper import UncachedTransformerStepper
+from aiayn.translate.batches import length_batches
 
 from ..conftest import copy_task_model
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, read_tokenizer_info
-from aiayn.decode.translator import SearchOptions, Translator
 from aiayn.errors import ConfigError
 from aiayn.text import MOSES_LOWERCASED, NO_PREPROCESSING, TextProcessor, split_paragraph
+from aiayn.translate.translator import SearchOptions, Translator
 
 GREEDY = SearchOptions(beam=1)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
-from aiayn.decode.pool import ProcessDied, _how, unordered
+from aiayn.workers.pool import ProcessDied, _how, unordered
 
 from .dying import square_or_die
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from aiayn.decode.process import DecoderSpec, TranslatorProcess
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
+from aiayn.translate.translator import SearchOptions, TranslationError, Translator
+from aiayn.workers.translator_process import DecoderSpec, TranslatorProcess
 
 
 def test_same_translations_and_warnings_as_in_process(trained_model_dir):
@@ -40,7 +40,7 @@ def test_an_error_in_the_with_block_ends_the_process_at_once(trained_model_dir):
 SIGTERM_DURING_SET_UP = """
 import signal, sys
 import aiayn.memory
-from aiayn.decode.process import DecoderSpec, set_up_child
+from aiayn.workers.translator_process import DecoderSpec, set_up_child
 seen = []
 aiayn.memory.limit_kernel_cache = lambda: seen.append(signal.getsignal(signal.SIGTERM))
 set_up_child(DecoderSpec("m"), ends_by_sigterm=sys.argv[1] == "pool")

@@ -7,21 +7,20 @@ import numpy as np
 import pytest
 import torch
 
+from aiayn.accel.shortlist import Shortlist, ShortlistStepper
 from aiayn.cli import main
 from aiayn.data import lexicon
 from aiayn.data.lexicon import lexical_table
 from aiayn.decode import beam_search, greedy_search, stepper_for
-from aiayn.decode.shortlist import (
+from aiayn.decode.specials import DEFAULT_SPECIALS
+from aiayn.errors import ConfigError
+from aiayn.translate.shortlist_table import (
     SHORTLIST_FILE,
-    Shortlist,
     ShortlistError,
-    ShortlistStepper,
     load_shortlist,
     write_shortlist,
 )
-from aiayn.decode.specials import DEFAULT_SPECIALS
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
-from aiayn.errors import ConfigError
+from aiayn.translate.translator import SearchOptions, TranslationError, Translator
 
 from ..conftest import tiny_model
 

@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from aiayn.decode.terms import constraints_of, mark
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.errors import ConfigError
 from aiayn.text import protect
 from aiayn.text.glossary import Glossary
+from aiayn.translate.terms import constraints_of, mark
+from aiayn.translate.translator import SearchOptions, TranslationError, Translator
 
 GREEDY = SearchOptions(beam=1)
 BEAM = SearchOptions(beam=3)

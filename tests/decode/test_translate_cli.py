@@ -8,10 +8,10 @@ import torch
 from aiayn.cli import build_parser, main
 from aiayn.data import load_prepared
 from aiayn.decode.beam import STOPPING
-from aiayn.decode.translator import SearchOptions, TranslationError, Translator
 from aiayn.errors import ConfigError
 from aiayn.runtime import resolve_precision
 from aiayn.train import Trainer
+from aiayn.translate.translator import SearchOptions, TranslationError, Translator
 
 from ..train.conftest import tiny_train_config
 

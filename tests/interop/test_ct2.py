@@ -9,8 +9,8 @@ ctranslate2 = pytest.importorskip("ctranslate2", reason="ctranslate2 is a dev de
 
 from aiayn.cli import main  # noqa: E402
 from aiayn.data import load_prepared  # noqa: E402
-from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.ct2 import ExportError, export_ct2  # noqa: E402
+from aiayn.translate.translator import SearchOptions, Translator  # noqa: E402
 
 from .models import UNGUARDED  # noqa: E402
 from .test_marian import WORDS, _marian_dir  # noqa: E402

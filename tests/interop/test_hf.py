@@ -15,9 +15,9 @@ transformers = pytest.importorskip("transformers", reason="transformers is a dev
 from aiayn.cli import main  # noqa: E402
 from aiayn.data import load_prepared  # noqa: E402
 from aiayn.decode.guards import EXPORT_NO_REPEAT_NGRAM  # noqa: E402
-from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.hf import export_hf  # noqa: E402
 from aiayn.interop.marian import import_marian  # noqa: E402
+from aiayn.translate.translator import SearchOptions, Translator  # noqa: E402
 
 from . import test_marian  # noqa: E402
 from .models import SRC_TEXT, UNGUARDED, model_dir  # noqa: E402

@@ -19,8 +19,8 @@ transformers = pytest.importorskip("transformers", reason="transformers is a dev
 
 from aiayn.cli import main  # noqa: E402
 from aiayn.data import train_sentencepiece  # noqa: E402
-from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
 from aiayn.interop.marian import MarianImportError, import_marian  # noqa: E402
+from aiayn.translate.translator import SearchOptions, Translator  # noqa: E402
 
 from ..conftest import data_dir  # noqa: E402
 from ..data.corpora import invented_words, sentences  # noqa: E402

@@ -8,7 +8,7 @@ import torch
 from aiayn.cli import main
 from aiayn.config import EOS_ID, ModelConfig
 from aiayn.config_io import train_config_from_dict
-from aiayn.data.lm import prepare_lm
+from aiayn.data.lm_stream import prepare_lm
 from aiayn.decode import generate
 from aiayn.models import TransformerLM, build_model
 from aiayn.store import load_model

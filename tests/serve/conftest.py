@@ -19,7 +19,7 @@ import pytest
 httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
-from aiayn.decode.translator import SearchOptions, Translator  # noqa: E402
+from aiayn.translate.translator import SearchOptions, Translator  # noqa: E402
 
 from ..conftest import built_once  # noqa: E402
 from ..train.conftest import write_toml  # noqa: E402
@@ -171,7 +171,7 @@ LM = {
 def lm_dir(tmp_path_factory) -> Path:
     """A tiny language model (trained once per run for every worker)."""
     from aiayn.cli import main
-    from aiayn.data.lm import prepare_lm
+    from aiayn.data.lm_stream import prepare_lm
 
     def train(root: Path) -> None:
         root.mkdir()

@@ -28,14 +28,14 @@ def client(en_de):
 
     from aiayn.search_options import SearchOptions
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
     settings = ServeSettings(
         models=(str(en_de),),
         workers=1,
         decode=SearchOptions(beam=2),
         char_limit=20_000,
-        file_max_parts=3,
+        max_file_parts=3,
     )
     with TestClient(create_app(settings)) as client:
         yield client
@@ -123,16 +123,16 @@ def test_over_the_byte_bound_is_413_before_reading_it_all(en_de):
     from fastapi.testclient import TestClient
 
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
-    settings = ServeSettings(models=(str(en_de),), workers=1, file_max_bytes=4096)
+    settings = ServeSettings(models=(str(en_de),), workers=1, max_file_mb=4096 / 2**20)
     with TestClient(create_app(settings)) as client:
         answer = _upload(client, "big.docx", docx_bytes())
     assert answer.status_code == 413 and "over 4,096 bytes" in answer.json()["error"]
 
 
 def test_translated_files_stay_in_their_folder_and_expire():
-    from aiayn.serve.files import TranslatedFiles
+    from aiayn.serve.translated_files import TranslatedFiles
 
     files = TranslatedFiles(expire_s=0.2, keep=2)
     folder = files.folder

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from aiayn.serve.common import HEALTH
+from aiayn.serve.service import HEALTH
 
 from .conftest import (
     SENTENCES,
@@ -686,7 +686,7 @@ class _Picky:
         self.batches: list[list[str]] = []
 
     def translate(self, texts, options, *, target_token=None):
-        from aiayn.decode.translator import Translation
+        from aiayn.translate.translator import Translation
 
         self.batches.append(list(texts))
         if texts == ["slow"]:
@@ -703,8 +703,8 @@ class _Picky:
 
 
 def test_one_bad_request_never_fails_its_batch():
-    from aiayn.decode.translator import SearchOptions
-    from aiayn.serve.engine import TranslationEngine
+    from aiayn.translate.translator import SearchOptions
+    from aiayn.workers.engines import TranslationEngine
 
     decoder = _Picky()
     engine = TranslationEngine([decoder], max_wait_ms=200.0)
@@ -742,7 +742,8 @@ class _CountingGenerator:
 
 
 def test_a_dead_generation_worker_is_replaced():
-    from aiayn.serve.engine import Generation, LanguageModelEngine
+    from aiayn.workers.engines import Generation, LanguageModelEngine
+    from aiayn.workers.generator_process import GenerationRequest
 
     engine = LanguageModelEngine([_CountingGenerator()])
     ended = threading.Event()
@@ -750,25 +751,31 @@ def test_a_dead_generation_worker_is_replaced():
     def die(_token: int) -> None:
         raise SystemExit  # not an Exception: what no request handler catches
 
-    engine.submit(Generation([1], 3, 1.0, 1.0, None, die, lambda _e: ended.set()))
+    def ended_(_error: BaseException | None) -> None:
+        ended.set()
+
+    engine.submit(Generation(GenerationRequest([1], 3, 1.0, 1.0, None, 60.0), die, ended_))
     deadline = time.monotonic() + 30
     while engine.alive and time.monotonic() < deadline:
         time.sleep(0.01)
     assert engine.alive == 0
     tokens: list[int] = []
-    engine.submit(Generation([1], 3, 1.0, 1.0, 2**64 - 1, tokens.append, lambda _e: ended.set()))
+    request = GenerationRequest([1], 3, 1.0, 1.0, 2**64 - 1, 60.0)
+    engine.submit(Generation(request, tokens.append, ended_))
     engine.close()
     assert engine.restarted == 1 and tokens == [0, 1, 2]
 
 
 def test_a_generation_whose_time_ran_out_in_the_queue_never_starts():
-    from aiayn.serve.engine import Generation, LanguageModelEngine
+    from aiayn.workers.engines import Generation, LanguageModelEngine
+    from aiayn.workers.generator_process import GenerationRequest
 
     engine = LanguageModelEngine([_CountingGenerator()])
     tokens: list[int] = []
     errors: list[BaseException | None] = []
     late = time.monotonic() - 1
-    engine.submit(Generation([1], 3, 1.0, 1.0, None, tokens.append, errors.append, late))
+    request = GenerationRequest([1], 3, 1.0, 1.0, None, 60.0)
+    engine.submit(Generation(request, tokens.append, errors.append, late))
     engine.close()
     assert tokens == [] and isinstance(errors[0], TimeoutError)
 
@@ -788,7 +795,7 @@ def test_a_generation_whose_time_ran_out_in_the_queue_never_starts():
 )
 def test_settings_refuse_what_no_server_could_answer(change, words):
     from aiayn.errors import AiaynError
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
     with pytest.raises(AiaynError, match=words):
         ServeSettings(models=("m",), **change)
@@ -796,7 +803,7 @@ def test_settings_refuse_what_no_server_could_answer(change, words):
 
 def test_api_key_files_ignore_indented_comments(tmp_path):
     from aiayn.errors import AiaynError
-    from aiayn.serve.common import read_api_keys
+    from aiayn.serve.settings import read_api_keys
 
     (tmp_path / "keys").write_text("   # a comment\n\tsecret\n  #another\n")
     assert read_api_keys(tmp_path / "keys") == frozenset({"secret"})

@@ -154,7 +154,8 @@ def test_chat_completions_follow_the_documented_template(lm_server, offline):
 
 def test_the_language_model_service_has_the_service_protocol(lm_dir):
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings, Service
+    from aiayn.serve.service import Service
+    from aiayn.serve.settings import ServeSettings
 
     app = create_app(ServeSettings(models=(str(lm_dir),), workers=1))
     assert isinstance(app.state.service, Service)

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from aiayn.decode.translator import Translator
+from aiayn.translate.translator import Translator
 
 from .conftest import Server, expected_translations
 

@@ -45,7 +45,7 @@ def client(models):
 
     from aiayn.search_options import SearchOptions
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
     models = tuple(map(str, models.values()))
     settings = ServeSettings(models=models, workers=1, decode=SearchOptions(beam=2))

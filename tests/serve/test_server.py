@@ -21,7 +21,7 @@ from aiayn.search_options import SearchOptions
 httpx = pytest.importorskip("httpx", reason="the serve extra is a dev dependency")
 pytest.importorskip("fastapi", reason="the serve extra is a dev dependency")
 
-from aiayn.serve.common import HEALTH  # noqa: E402
+from aiayn.serve.service import HEALTH  # noqa: E402
 
 from .conftest import SENTENCES, Server, children, expected_translations  # noqa: E402
 
@@ -307,7 +307,8 @@ def test_settings_built_in_code_resolve_auto_and_refuse_an_unknown_precision(en_
 
     from aiayn.runtime import resolve_precision
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings, Service
+    from aiayn.serve.service import Service
+    from aiayn.serve.settings import ServeSettings
 
     resolved = resolve_precision("auto", torch.device("cpu"))
     auto = SearchOptions(precision="auto")
@@ -345,7 +346,7 @@ def test_several_models_each_under_its_language_pair(en_de, fr_de, tmp_path):
     from fastapi.testclient import TestClient
 
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
     english, french = "the dog runs in the park", "le chien court dans le jardin"
     by = {"en": en_de, "fr": fr_de}

@@ -16,7 +16,7 @@ def client(en_de):
     from fastapi.testclient import TestClient
 
     from aiayn.serve.app import create_app
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
     from aiayn.text.glossary import Glossary
 
     glossary = Glossary.from_pairs([("tree", "ball")])
@@ -138,7 +138,7 @@ def test_translate_file_bad_values_are_a_one_line_400(client, fields, text, mess
 
 
 def test_bad_server_defaults_are_refused_at_start(en_de):
-    from aiayn.serve.common import ServeSettings
+    from aiayn.serve.settings import ServeSettings
 
     with pytest.raises(AiaynError, match=r"SearchOptions\.min_confidence"):
         SearchOptions(min_confidence=-0.1)

@@ -10,14 +10,16 @@ from safetensors.torch import load_file
 
 import aiayn.train.state
 from aiayn.cli import main
-from aiayn.config import PAD_ID, ConfigError, PrepareConfig
+from aiayn.config import PAD_ID, PrepareConfig
 from aiayn.config_io import train_config_from_dict
 from aiayn.data import Batch, collate, load_prepared, prepare
 from aiayn.data.corpus import MANIFEST
+from aiayn.errors import ConfigError
 from aiayn.runtime import emulated_bfloat16_warning
 from aiayn.store import load_model
 from aiayn.train import Trainer, TrainingError, list_checkpoints
 from aiayn.train.checkpoint import checkpoint_progress
+from aiayn.train.collective import autocast
 from aiayn.train.run_dir import RunDirectoryError
 from aiayn.train.state import UpdateResult, Window
 
@@ -172,7 +174,7 @@ def test_auto_precision_trains_in_what_the_hardware_has(tiny_dataset, tmp_path, 
     explicit = Trainer(tiny_train_config(tiny_dataset, tmp_path / "b", run={"precision": "bf16"}))
     try:
         assert auto.precision == "fp32" and explicit.precision == "bf16"
-        assert isinstance(auto._autocast(), contextlib.nullcontext)
+        assert isinstance(autocast(auto.precision, auto.device), contextlib.nullcontext)
     finally:
         auto.close()
         explicit.close()

@@ -1,5 +1,6 @@
 """Scaled dot-product attention on CPU: replaces ``aiayn.modules.scaled_dot_product_attention``
-(same function, same arguments), choosing the faster of two ways to compute it.
+(same function, same arguments), choosing the faster of two ways to compute it. Named after
+``aiayn.modules.attention``, whose function it speeds up.
 
 Why: on CPU, PyTorch's fused kernel is several times slower than two batched matrix products
 in bfloat16 and float16 for sentence-length sequences, and for a few queries per row, as in

@@ -5,7 +5,7 @@ logits instead of writing a second (N, V) table, where PyTorch's CPU kernel allo
 model's beam search is ~6% faster). The pre-softmax projection, the largest matrix product
 of a step, is packed once with the rest of the decoding copy (``aiayn.accel.packed``).
 
-``output_rows`` makes a vocabulary shortlist's projection (``aiayn.decode.shortlist``): some
+``output_rows`` makes a vocabulary shortlist's projection (``aiayn.accel.shortlist``): some
 rows of the output projection, packed or quantised as the projection itself is.
 
 Shapes: N rows, D d_model, V vocabulary, K rows kept.

@@ -27,7 +27,7 @@ from aiayn.errors import AiaynError
 from aiayn.modules import ConcatKeyValues, CrossAttention, scaled_dot_product_attention
 from aiayn.modules.attention import AttentionFunction
 from aiayn.modules.loss import LossFunction, label_smoothed_nll
-from aiayn.modules.stepper import StepperFactory, plain_stepper
+from aiayn.modules.stepper import Precision, StepDecoder, StepperFactory, plain_stepper
 
 ExtensionsFunction = Callable[[Tensor, Tensor, int], tuple[Tensor, Tensor, Tensor]]
 ArgmaxFunction = Callable[[Tensor], Tensor]
@@ -95,3 +95,10 @@ def get_profile(profile: str | Profile | None = None) -> Profile:
             f"unknown profile {name!r} (--profile, run.profile): choose from "
             f"{', '.join(sorted(PROFILES))}"
         ) from None
+
+
+def stepper_for(model, *, precision: Precision = "fp32", packed: bool = True) -> StepDecoder:
+    """The stepper of the model's profile (``model.profile.stepper``), computing in
+    ``precision``; ``packed=False`` keeps it on the model's own weights
+    (``aiayn.modules.stepper.StepperFactory``)."""
+    return model.profile.stepper(model, precision=precision, packed=packed)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from aiayn.cli.common import integer
-from aiayn.search_options import SearchOptions
+from aiayn.cli.common import add_search_options, search_options, search_precision
 
 
 def add_parsers(sub) -> None:
@@ -22,12 +21,7 @@ def add_parsers(sub) -> None:
     c.add_argument("model", help="the model directory")
     c.add_argument("--src", required=True, help="validation sources, one a line (.gz too)")
     c.add_argument("--ref", required=True, help="their references, one a line (.gz too)")
-    c.add_argument(
-        "--beam",
-        type=integer(minimum=1),
-        default=SearchOptions().beam,
-        help=f"the beam to translate with (default: {SearchOptions().beam})",
-    )
+    add_search_options(c, "calibrate")
     c.add_argument(
         "--dry-run", action="store_true", help="print the fit without writing calibration.json"
     )
@@ -35,20 +29,24 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.data import read_lines
-    from aiayn.decode.calibration import write_calibration
-    from aiayn.decode.translator import Translator
-    from aiayn.eval.calibrate import calibrate
+    import torch
 
-    translator = Translator.from_dir(args.model)
+    from aiayn.data import read_lines
+    from aiayn.eval.calibration_fit import calibrate
+    from aiayn.translate.calibration import write_calibration
+    from aiayn.translate.translator import Translator
+
+    device = torch.device(args.device)
+    options = search_options(args, precision=search_precision(args.precision, device))
+    translator = Translator.from_dir(args.model, device=args.device)
     translator.calibration = None  # fitted to the model's own confidence
     sources, references = list(read_lines(args.src)), list(read_lines(args.ref))
     fit = calibrate(
         translator.translate,
         sources,
         references,
-        SearchOptions(beam=args.beam),
-        fitted_on=f"{args.src} / {args.ref}, beam {args.beam}",
+        options,
+        fitted_on=f"{args.src} / {args.ref}, beam {options.beam}",
     )
     c = fit.calibration
     print(

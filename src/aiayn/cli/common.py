@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from aiayn.checks import Flag, Number, OneOf, Rule, Whole
+from aiayn.checks import Flag, Maybe, Number, OneOf, Rule, Whole
 from aiayn.errors import AiaynError, ConfigError
 from aiayn.search_options import SearchOptions, Terms, Texts
 from aiayn.text.glossary import read_glossary
@@ -68,14 +68,27 @@ def number(
 MAX_THREADS = max(256, 4 * (os.cpu_count() or 1))
 
 
-def add_search_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """The decoding options of ``command`` (translate, serve), one per field of
-    ``SearchOptions`` that the command offers, with its default and help text; and
-    ``--device``."""
-    for field in dataclasses.fields(SearchOptions):
-        if command not in field.metadata["commands"]:
+def add_search_options(
+    parser: argparse.ArgumentParser, command: str, base: SearchOptions | None = None
+) -> None:
+    """The decoding options of ``command``, one per field of ``SearchOptions`` that the
+    command offers (its ``commands``), with the default (``base``'s value, else the field's)
+    and help text; and ``--device`` where the command loads a model for itself."""
+    add_fields(parser, SearchOptions, command, base)
+    if command in ("translate", "calibrate"):
+        parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
+
+
+def add_fields(parser: argparse.ArgumentParser, cls: type, command: str, base=None) -> None:
+    """One option per field of the dataclass ``cls`` declared with
+    ``aiayn.search_options.option`` that ``command`` offers: ``--field-name`` (or its
+    ``flag``), its default (``base``'s value, else the field's), its help, and its rule as
+    the option's type or choices."""
+    for field in dataclasses.fields(cls):
+        if command not in field.metadata.get("commands", ()):
             continue
-        rule, default, metavar = field.metadata["rule"], field.default, field.metadata["metavar"]
+        rule, metavar = field.metadata["rule"], field.metadata["metavar"]
+        default = field.default if base is None else getattr(base, field.name)
         flag = field.metadata["flag"] or "--" + field.name.replace("_", "-")
         shown = f"{field.metadata['help']} (default: {_shown(default)})".replace("%", "%%")
         if isinstance(rule, Flag) and flag.startswith("--no-"):
@@ -85,16 +98,40 @@ def add_search_options(parser: argparse.ArgumentParser, command: str) -> None:
             if flag == "--" + field.name.replace("_", "-"):
                 action = argparse.BooleanOptionalAction
             kinds: dict[str, Any] = {"action": action}
-        elif isinstance(rule, OneOf):
-            kinds = {"choices": rule.choices}
+        elif isinstance(rule, Texts) and field.metadata["nargs"]:
+            kinds, default = {"nargs": field.metadata["nargs"], "metavar": metavar}, [*default]
         elif isinstance(rule, Texts):
             kinds, default = {"action": "append", "metavar": metavar}, []
-        elif isinstance(rule, Terms):
-            kinds = {"metavar": metavar}  # a file, read by search_options
+        elif isinstance(rule, OneOf | Maybe) and isinstance(getattr(rule, "rule", rule), OneOf):
+            kinds = {"choices": getattr(rule, "rule", rule).choices, "metavar": metavar}
+        elif isinstance(rule, Terms) or field.metadata["read"]:
+            kinds = {"metavar": metavar}  # a file, read by the command (``field_values``)
         else:
             kinds = {"type": argument_type(rule), "metavar": metavar}
         parser.add_argument(flag, dest=field.name, default=default, help=shown, **kinds)
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
+
+
+def field_values(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The values of ``cls``'s fields that ``args`` holds (the options ``add_fields`` made),
+    as the fields take them: repeated options as tuples, files read by the field's ``read``
+    (a glossary by ``read_glossary``)."""
+    given: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):
+        if not field.metadata.get("commands") or not hasattr(args, field.name):
+            continue
+        value, rule, read = (
+            getattr(args, field.name),
+            field.metadata["rule"],
+            field.metadata["read"],
+        )
+        if isinstance(rule, Texts):
+            value = tuple(value)
+        elif isinstance(rule, Terms) and value is not None:
+            value = read_glossary(value)
+        elif read is not None and value is not None:
+            value = read(value)
+        given[field.name] = value
+    return given
 
 
 def _shown(default: object) -> str:
@@ -103,38 +140,36 @@ def _shown(default: object) -> str:
     return "none" if default in (None, ()) else str(default)
 
 
-def search_options(args: argparse.Namespace, **changes: Any) -> SearchOptions:
+def search_options(
+    args: argparse.Namespace, base: SearchOptions | None = None, **changes: Any
+) -> SearchOptions:
     """The ``SearchOptions`` the command line asks for (fields a command does not offer
-    keep their defaults; a glossary file is read), with ``changes`` made.
+    keep ``base``'s values, else their defaults; a glossary file is read), with ``changes``
+    made.
 
     Raises:
         UsageError: options that do not fit together (``--nbest`` above ``--beam``).
         GlossaryError: the glossary file cannot be used (one line).
     """
-    given: dict[str, Any] = {}
-    for field in dataclasses.fields(SearchOptions):
-        offered = field.metadata["commands"] and hasattr(args, field.name)
-        if offered and field.name not in changes:
-            value = getattr(args, field.name)
-            if isinstance(field.metadata["rule"], Texts):
-                value = tuple(value)
-            elif isinstance(field.metadata["rule"], Terms) and value is not None:
-                value = read_glossary(value)
-            given[field.name] = value
+    given = {k: v for k, v in field_values(args, SearchOptions).items() if k not in changes}
     try:
-        return SearchOptions(**given, **changes)
+        return dataclasses.replace(base or SearchOptions(), **given, **changes)
     except ConfigError as e:
-        flag = re.sub(r"SearchOptions\.(\w+)", lambda m: "--" + m[1].replace("_", "-"), str(e))
-        raise UsageError(flag) from None
+        raise UsageError(options_named(e, "SearchOptions")) from None
+
+
+def options_named(error: ConfigError, cls: str) -> str:
+    """A ``ConfigError`` of a dataclass whose fields are options, naming the options
+    (``SearchOptions.nbest`` -> ``--nbest``)."""
+    return re.sub(rf"{cls}\.(\w+)", lambda m: "--" + m[1].replace("_", "-"), str(error))
 
 
 def search_precision(requested: str, device: torch.device) -> str:
     """The precision to decode in on ``device`` (``auto`` resolved), warning on stderr when
     bf16 would be emulated."""
-    from aiayn.runtime import check_decoding_precision, emulated_bfloat16_warning, resolve_precision
+    from aiayn.runtime import decoding_precision, emulated_bfloat16_warning
 
-    precision = resolve_precision(requested, device)
-    check_decoding_precision(precision, device)
+    precision = decoding_precision(requested, device)
     if warning := emulated_bfloat16_warning(precision, device):
         log(warning)
     return precision

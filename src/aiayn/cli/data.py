@@ -141,7 +141,14 @@ def _add_prepare_parser(sub) -> None:
         "--byte-fallback, else <unk>)",
     )
     p.add_argument("--max-len", type=integer(minimum=1), default=256)
-    p.add_argument("--max-len-ratio", type=number(minimum=1.0), default=9.0)
+    p.add_argument(
+        "--max-len-ratio",
+        dest="pair_len_ratio",  # a filter of training pairs, not the decoding option
+        type=number(minimum=1.0),
+        default=9.0,
+        help="drop training pairs whose longer side has more than this many times the "
+        "tokens of the shorter (default: 9.0)",
+    )
     p.add_argument("--empty-lines", choices=["drop", "error"], default="drop")
     p.add_argument(
         "--max-tokens",
@@ -155,7 +162,9 @@ def _add_prepare_parser(sub) -> None:
 
 def _add_language_model_options(p: argparse.ArgumentParser) -> None:
     """``aiayn prepare``'s options for a language-model corpus (one text file)."""
-    p.add_argument("--text", metavar="FILE", help="a language-model corpus (one text file)")
+    p.add_argument(
+        "--text", dest="lm_text", metavar="FILE", help="a language-model corpus (one text file)"
+    )
     p.add_argument(
         "--tokenizer",
         choices=["char", "sentencepiece"],
@@ -304,7 +313,7 @@ def local_copy(name: str) -> str | None:
     told where: ``$AIAYN_DATA_DIR/NAME`` (``$AIAYN_DATA_DIR/seedpairs`` for the test sets) if
     it holds one, as ``aiayn pipeline`` looks for its corpus; None means download."""
     from aiayn.data.testsets import REMOTES
-    from aiayn.pipeline.corpus import data_dir, default_corpus_dir
+    from aiayn.pipeline.recipe_corpus import data_dir, default_corpus_dir
 
     if name not in REMOTES:
         found = default_corpus_dir(name)
@@ -317,9 +326,9 @@ def run_prepare(args: argparse.Namespace) -> int:
     from aiayn.memory import memory_mb
 
     start = time.perf_counter()
-    if args.text and args.vocab_from:
+    if args.lm_text and args.vocab_from:
         raise UsageError("--vocab-from encodes a parallel corpus; a --text corpus trains its own")
-    if args.text:
+    if args.lm_text:
         _prepare_lm(args)
     else:
         _prepare_parallel(args)
@@ -331,8 +340,9 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 
 def _prepare_parallel(args: argparse.Namespace) -> None:
-    from aiayn.config import ConfigError, PrepareConfig
+    from aiayn.config import PrepareConfig
     from aiayn.data import TokenBatchSampler, load_prepared, prepare
+    from aiayn.errors import ConfigError
 
     needed = ("src_lang", "tgt_lang", "train", "valid")
     missing = [f"--{n.replace('_', '-')}" for n in needed if not getattr(args, n)]
@@ -352,7 +362,7 @@ def _prepare_parallel(args: argparse.Namespace) -> None:
             byte_fallback=args.byte_fallback,
             character_coverage=args.character_coverage,
             max_len=args.max_len,
-            max_len_ratio=args.max_len_ratio,
+            max_len_ratio=args.pair_len_ratio,
             empty_lines=args.empty_lines,
             vocab_sample=args.vocab_sample,
             shard_size=args.shard_size,
@@ -367,12 +377,12 @@ def _prepare_parallel(args: argparse.Namespace) -> None:
 
 
 def _prepare_lm(args: argparse.Namespace) -> None:
-    from aiayn.data.lm import prepare_lm
+    from aiayn.data.lm_stream import prepare_lm
 
     if args.valid_fraction <= 0:
         raise UsageError("--valid-fraction must be above 0 (the validation split needs text)")
     prepare_lm(
-        args.text,
+        args.lm_text,
         args.out,
         tokenizer=args.tokenizer,
         vocab_size=args.vocab_size,

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from typing import get_args
 
-from aiayn.cli.common import integer, log, number
+from aiayn.cli.common import add_search_options, integer, log, number, search_options
 from aiayn.config import DistillConfig
-from aiayn.search_options import STOPPING, SearchPrecision
 
 DEFAULT = DistillConfig()
 
@@ -30,26 +27,7 @@ def add_parsers(sub) -> None:
     )
     p.add_argument("--src-lang", default="", help="source language (default: the teacher's)")
     p.add_argument("--tgt-lang", default="", help="target language (default: the teacher's)")
-    decode = DEFAULT.decode
-    p.add_argument("--beam", type=integer(1, 1024), default=decode.beam, help="(default: 5)")
-    p.add_argument(
-        "--alpha", type=number(0.0), default=decode.alpha, help="length penalty (default: 0.6)"
-    )
-    p.add_argument(
-        "--batch-tokens",
-        type=integer(1),
-        default=decode.batch_tokens,
-        help=f"padded source tokens decoded together at most (default: {decode.batch_tokens})",
-    )
-    p.add_argument(
-        "--precision",
-        choices=get_args(SearchPrecision),
-        default=decode.precision,
-        help=f"the teacher's precision (default: {decode.precision})",
-    )
-    p.add_argument(
-        "--stopping", choices=tuple(STOPPING), default=decode.stopping, help="(default: exact)"
-    )
+    add_search_options(p, "distill", base=DEFAULT.decode)
     p.add_argument(
         "--workers",
         type=integer(1, 256),
@@ -105,18 +83,11 @@ DESCRIPTION = (
 
 
 def run_distill(args: argparse.Namespace) -> int:
-    from aiayn.pipeline.distill import check_teacher, distill
+    from aiayn.pipeline.distill_stage import check_teacher, distill
 
     cfg = DistillConfig(
         teacher=args.teacher,
-        decode=dataclasses.replace(
-            DEFAULT.decode,
-            beam=args.beam,
-            alpha=args.alpha,
-            batch_tokens=args.batch_tokens,
-            precision=args.precision,
-            stopping=args.stopping,
-        ),
+        decode=search_options(args, DEFAULT.decode),
         workers=args.workers,
         shard_lines=args.shard_lines,
         max_ratio=args.max_ratio,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from aiayn.cli.common import UsageError, integer, log
-from aiayn.search_options import SearchOptions
+from aiayn.cli.common import UsageError, add_search_options, integer, log, search_options
 
 
 def add_parsers(sub) -> None:
@@ -24,12 +23,7 @@ def add_parsers(sub) -> None:
     )
     att.add_argument("--layers", help="comma-separated 1-based layers (default: all)")
     att.add_argument("--heads", help="comma-separated 1-based heads (default: all)")
-    att.add_argument(
-        "--beam",
-        type=integer(minimum=1),
-        default=SearchOptions().beam,
-        help="beam size when translating --src",
-    )
+    add_search_options(att, "plot")  # the search that translates --src
     att.add_argument("-o", "--output", required=True, help="FILE.png or FILE.svg")
     att.set_defaults(handler=run_attention)
     pos = kinds.add_parser("positional", help="the sinusoidal positional encoding (§3.5)")
@@ -57,13 +51,13 @@ def _indices(option: str, text: str | None) -> list[int] | None:
 
 
 def _check_output(output: str) -> Path:
-    from aiayn.viz.common import check_figure_path
+    from aiayn.viz.figure import check_figure_path
 
     return check_figure_path(output)
 
 
 def run_attention(args: argparse.Namespace) -> int:
-    from aiayn.decode.translator import Translator
+    from aiayn.translate.translator import Translator
     from aiayn.viz import attention_figure, save_figure, translation_attention
 
     output = _check_output(args.output)
@@ -75,7 +69,7 @@ def run_attention(args: argparse.Namespace) -> int:
     if args.tgt is not None:
         tgt_ids = translator.tgt_tokenizer.encode([args.tgt.strip()])[0]
     else:
-        options = SearchOptions(beam=args.beam)  # the others: the library's defaults
+        options = search_options(args)  # the others: the library's defaults
         translator.check(options)
         [[best]] = translator.translate_ids([src_ids], options)
         tgt_ids = best.tokens

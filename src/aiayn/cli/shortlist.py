@@ -43,7 +43,7 @@ def add_parsers(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.decode.shortlist import build_shortlist
+    from aiayn.translate.shortlist_table import build_shortlist
 
     path = build_shortlist(
         args.model,

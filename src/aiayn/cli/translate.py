@@ -23,10 +23,10 @@ from aiayn.cli.common import (
     search_options,
     search_precision,
 )
-from aiayn.cli.routing import RoutedTranslator
 from aiayn.config import BleuTokenize
 from aiayn.text.documents import FORMATS as DOCUMENTS
 from aiayn.text.documents import Limits, format_for
+from aiayn.translate.routing import RoutedTranslator
 
 # --format: lines of text or HTML, or one whole document (an HTML page is "html-file")
 FORMAT_CHOICES = ["text", "html", *(f"{n}-file" if n == "html" else n for n in DOCUMENTS)]
@@ -108,7 +108,9 @@ def _add_evaluate_parser(sub) -> None:
     e.add_argument("--hyp", help="hypotheses, one a line")
     e.add_argument("--ref", help="references, one a line")
     e.add_argument("--model", help="a language-model directory")
-    e.add_argument("--text", help="with --model: the text to measure perplexity on")
+    e.add_argument(
+        "--text", dest="text_file", help="with --model: the text to measure perplexity on"
+    )
     e.add_argument(
         "--block-size",
         type=integer(minimum=1),
@@ -162,8 +164,8 @@ def run_translate(args: argparse.Namespace) -> int:
 
     from aiayn.data import read_lines
     from aiayn.data.corpus import decode_lines
-    from aiayn.decode.translator import Translator
     from aiayn.runtime import cpu_sample, idle_cores, select_device
+    from aiayn.translate.translator import Translator
 
     before_loading = cpu_sample()
     # options that do not fit together, and the glossary, before any work
@@ -364,7 +366,7 @@ def _write(output: str | None, text: str | bytes) -> None:
 def run_evaluate(args: argparse.Namespace) -> int:
     from aiayn.data import read_lines
 
-    if args.model or args.text:
+    if args.model or args.text_file:
         return _evaluate_language_model(args)
     if not (args.hyp and args.ref):
         raise UsageError("give --hyp and --ref (translations), or --model and --text (perplexity)")
@@ -382,19 +384,19 @@ def run_evaluate(args: argparse.Namespace) -> int:
 def _evaluate_language_model(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from aiayn.data.lm import read_text
+    from aiayn.data.lm_stream import read_text
     from aiayn.decode import load_language_model
     from aiayn.eval.perplexity import stream_perplexity
 
-    if not (args.model and args.text):
+    if not (args.model and args.text_file):
         raise UsageError("perplexity needs both --model and --text")
     model, tokenizer = load_language_model(args.model)
-    text = read_text(args.text)
+    text = read_text(args.text_file)
     ids = np.asarray(tokenizer.encode([text])[0], dtype=np.int64)
     block = min(args.block_size, model.max_context or args.block_size)
     result = stream_perplexity(model, ids, block_size=block)
     print(
-        f"{args.text}: {result.tokens:,} tokens, NLL {result.nll:.4f} nats/token, "
+        f"{args.text_file}: {result.tokens:,} tokens, NLL {result.nll:.4f} nats/token, "
         f"perplexity {result.perplexity:.3f}, "
         f"{result.bits_per_character(len(text)):.4f} bits/character"
     )

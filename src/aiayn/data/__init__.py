@@ -1,7 +1,7 @@
 """Data: corpora, tokenizers, binary datasets and token-bucketed batching (never imports models).
 
 Names are imported on first use (``aiayn.exports``): the corpus reader, tokenizers and
-``aiayn.data.lm`` import without torch.
+``aiayn.data.lm_stream`` import without torch.
 """
 
 from aiayn.exports import lazy_exports

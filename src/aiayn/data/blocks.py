@@ -1,4 +1,4 @@
-"""Batches of a language model's token stream (``aiayn.data.lm``): random contiguous blocks
+"""Batches of a language model's token stream (``aiayn.data.lm_stream``): random contiguous blocks
 for training, consecutive ones for an exact validation loss.
 
 Shapes: B blocks in a batch, T block size.

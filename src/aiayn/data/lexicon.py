@@ -1,6 +1,6 @@
 """A lexical table from a parallel corpus: for each source piece, the target pieces it most
 likely translates into, and the target pieces by frequency; what a vocabulary shortlist
-decodes over (``aiayn.decode.shortlist``).
+decodes over (``aiayn.accel.shortlist``).
 
 The translation probabilities are IBM Model 1's t(t | s) (Brown et al., 1993), estimated by
 a few rounds of expectation-maximisation over the subword ids of sentence pairs, a NULL

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from aiayn.config import ModelConfig
-from aiayn.data.marian import MarianTokenizer
+from aiayn.data.marian_tokenizer import MarianTokenizer
 from aiayn.data.tokenizer import CharTokenizer, Tokenizer, TokenizerError, load_tokenizer
 from aiayn.files import sha256_file
 from aiayn.text.preprocessing import MOSES_LOWERCASED, NO_PREPROCESSING, Preprocessing

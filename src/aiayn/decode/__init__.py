@@ -1,11 +1,12 @@
 """Decoding: greedy search, batched beam search, and sampling (never imports train)."""
 
+from aiayn.accel.profiles import stepper_for
 from aiayn.decode.beam import Hypothesis, beam_search, length_penalty
 from aiayn.decode.constrained import constrained_beam_search
 from aiayn.decode.generate import generate, load_language_model
 from aiayn.decode.greedy import greedy_decode, greedy_search
 from aiayn.decode.sampling import filter_logits, sample_next
-from aiayn.decode.stepper import StepDecoder, TransformerStepper, stepper_for
+from aiayn.modules.stepper import StepDecoder, TransformerStepper
 
 __all__ = [
     "Hypothesis",

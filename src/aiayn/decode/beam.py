@@ -22,7 +22,7 @@ from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
 from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
 from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
-from aiayn.decode.stepper import StepDecoder
+from aiayn.modules.stepper import StepDecoder
 from aiayn.search_options import STOPPING
 
 NEG_INF = float("-inf")
@@ -87,21 +87,21 @@ def beam_search(
     Returns:
         For each sentence, ``nbest`` hypotheses, best first.
     """
-    _check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
+    check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
     device = src.device
     b, k = src.size(0), beam
-    max_len = _sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
+    max_len = sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)  # one beam per sentence at the start: K would be duplicates
     active = torch.arange(b, device=device)  # (A,) sentences still decoding, A ≤ B
     tokens = torch.full((b, 1), specials.bos, dtype=torch.long, device=device)  # (A·W, 1)
     alive = torch.zeros((b, 1), device=device)  # (A, W): W = 1 beam now, K after the first step
-    pool = _Pool(b, k, longest + 2, device, specials)
+    pool = FinishedPool(b, k, longest + 2, device, specials)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        _restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
+        restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
         top_logp, top_beam, top_token = extensions(log_probs, alive, 2 * k)  # (A, 2K) each
         is_eos = top_token == specials.eos
         finished = is_eos & torch.isfinite(top_logp)
@@ -110,7 +110,7 @@ def beam_search(
             prefixes = _prefixes(tokens.view(a, width, -1), top_beam)  # (A, 2K, t+1)
             pool.add(active, prefixes, top_logp, finished, length=step + 1, alpha=alpha)
         alive, pick = top_logp.masked_fill(is_eos, NEG_INF).topk(k, dim=1)  # (A, K) each
-        done = _sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
+        done = sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
         if done.all():
             break
         rows = top_beam.gather(1, pick) + width * torch.arange(a, device=device)[:, None]  # (A,K)
@@ -128,7 +128,7 @@ def beam_search(
 # --8<-- [end:beam_search]
 
 
-def _sentence_limits(
+def sentence_limits(
     src: Tensor, specials: SpecialIds, max_len_b: int, max_len_a: float | None
 ) -> Tensor:
     """(B,) the longest output each (B, S) source sentence may have (``output_limits``)."""
@@ -136,10 +136,10 @@ def _sentence_limits(
     return output_limits(src_lengths, max_len_b=max_len_b, max_len_a=max_len_a)
 
 
-def _sentences_done(
+def sentences_done(
     stopping: str,
     alive: Tensor,
-    pool: _Pool,
+    pool: FinishedPool,
     active: Tensor,
     best_possible_lp: Tensor,
     step: int,
@@ -153,7 +153,7 @@ def _sentences_done(
     return _done(stopping, alive, pool.ranks[active], nbest=nbest, bound_lp=lp)
 
 
-def _check_arguments(
+def check_arguments(
     beam: int,
     nbest: int,
     alpha: float | None,
@@ -196,7 +196,7 @@ def _done(
     return ~torch.isfinite(bound) | (finished[:, nbest - 1] >= bound)
 
 
-def _restrict_rows(
+def restrict_rows(
     log_probs: Tensor,
     tokens: Tensor,
     max_len: Tensor,
@@ -228,7 +228,7 @@ def _restrict(log_probs: Tensor, *, at_max: Tensor, specials: SpecialIds) -> Non
 DEMOTED = 1e6  # subtracted from the rank of a hypothesis that finished without its constraints
 
 
-class _Pool:
+class FinishedPool:
     """The K best finished hypotheses of each sentence, as tensors."""
 
     def __init__(self, b: int, k: int, width: int, device: torch.device, specials: SpecialIds):

@@ -29,16 +29,16 @@ from aiayn.accel.topk import plain_extensions
 from aiayn.config import SpecialIds
 from aiayn.decode.beam import (
     NEG_INF,
+    FinishedPool,
     Hypothesis,
-    _check_arguments,
-    _Pool,
-    _restrict_rows,
-    _sentence_limits,
-    _sentences_done,
+    check_arguments,
     length_penalty,
+    restrict_rows,
+    sentence_limits,
+    sentences_done,
 )
 from aiayn.decode.specials import DEFAULT_SPECIALS
-from aiayn.decode.stepper import StepDecoder
+from aiayn.modules.stepper import StepDecoder
 
 Constraints = Sequence[Sequence[Sequence[int]]]  # per sentence, its token sequences
 
@@ -117,11 +117,11 @@ def constrained_beam_search(
     """
     if len(constraints) != src.size(0):
         raise ValueError(f"{len(constraints)} constraint lists for {src.size(0)} sentences")
-    _check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
+    check_arguments(beam, nbest, alpha, stopping, max_len_a, repeat_stop)
     device = src.device
     b, k = src.size(0), beam
     progress = _Progress(constraints, device)
-    max_len = _sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
+    max_len = sentence_limits(src, specials, max_len_b, max_len_a)  # (B,)
     longest = int(max_len.max())
     state = decoder.start(src)
     active = torch.arange(b, device=device)  # (A,)
@@ -129,12 +129,12 @@ def constrained_beam_search(
     alive = torch.zeros((b, 1), device=device)  # (A, W)
     met, matched = progress.start()  # (A·W, C) each
     ended = torch.zeros(b, dtype=torch.bool, device=device)  # (A·W,) a constraint just met
-    pool = _Pool(b, k, longest + 2, device, specials)
+    pool = FinishedPool(b, k, longest + 2, device, specials)
     best_possible_lp = length_penalty(max_len, alpha).to(device)  # (B,)
     for step in range(longest):
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
-        at_max = _restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
+        at_max = restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
         _hold_back(log_probs, ~met.all(dim=1) & ~at_max, ended, glued, specials.eos)
         beams, new, scores = _candidates(
             log_probs, alive, met, matched, progress.tokens[active], 2 * k, extensions
@@ -153,7 +153,7 @@ def constrained_beam_search(
             pool.add(active, prefixes, scores, finished, length=step + 1, alpha=alpha, demote=unmet)
         pick = _allocate(scores.masked_fill(is_eos, NEG_INF), bank, k)  # (A, K)
         alive = scores.gather(1, pick)  # (A, K)
-        done = _sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
+        done = sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
         if done.all():
             break
         chosen_rows, chosen_tokens = rows.gather(1, pick), new.gather(1, pick)  # (A, K) each

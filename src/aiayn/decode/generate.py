@@ -67,7 +67,7 @@ def generate(
     """
     if not prompt:
         raise GenerationError("the prompt must hold at least one token")
-    _check_arguments(model, prompt, max_new_tokens, temperature, top_k, top_p)
+    check_arguments(model, prompt, max_new_tokens, temperature, top_k, top_p)
     model.eval()
     device = next(model.parameters()).device
     context = torch.tensor([list(prompt)], device=device)  # (1, T)
@@ -106,7 +106,7 @@ def _crop(context: torch.Tensor, window: int | None) -> torch.Tensor:
     return context if window is None else context[:, -window:]
 
 
-def _check_arguments(
+def check_arguments(
     model: TransformerLM,
     prompt: Sequence[int],
     max_new_tokens: int,

@@ -8,13 +8,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from aiayn.accel.profiles import ArgmaxFunction
+from aiayn.accel.profiles import ArgmaxFunction, stepper_for
 from aiayn.accel.topk import plain_argmax
 from aiayn.config import SpecialIds
 from aiayn.decode.guards import REPEAT_SPAN, check_guards, looping, output_limits
 from aiayn.decode.specials import DEFAULT_SPECIALS, forbid_specials
-from aiayn.decode.stepper import StepDecoder, stepper_for
 from aiayn.models.transformer import Transformer
+from aiayn.modules.stepper import StepDecoder
 
 LEAVE_AFTER = 0.5  # ended sentences leave once their rows have cost half a step of the batch
 

@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 from aiayn.accel import REFERENCE
 from aiayn.checks import Number, Rule, Whole
 from aiayn.config import ModelConfig, SpecialIds
-from aiayn.data.marian import MarianTokenizer
+from aiayn.data.marian_tokenizer import MarianTokenizer
 from aiayn.data.tokenizer import TokenizerError
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo, tokenizer_info_json
 from aiayn.errors import AiaynError

@@ -133,7 +133,7 @@ class TransformerStepper:
     def logits_over(self, rows: Tensor) -> Callable[[Tensor], Tensor]:
         """The next-token logits of the target ids ``rows`` (K,) only: a function of (N, D)
         final decoder states to (N, K) float32 logits (a vocabulary shortlist,
-        ``aiayn.decode.shortlist``), through ``output_rows``."""
+        ``aiayn.accel.shortlist``), through ``output_rows``."""
         project = self.output_rows(rows)
 
         def logits(hidden: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aiayn.config import Recipe
 from aiayn.config_io import config_to_dict
-from aiayn.pipeline.corpus import CorpusFiles, corpus_files, data_dir, default_corpus_dir
+from aiayn.pipeline.recipe_corpus import CorpusFiles, corpus_files, data_dir, default_corpus_dir
 from aiayn.pipeline.stages import STAGES, Job, Stage, TestResult, need
 from aiayn.train.metrics import LoggingReporter, Reporter
 
@@ -71,8 +71,9 @@ def run_pipeline(
     """Run every stage of ``recipe`` in ``work_dir`` (skipping those already done) and write
     ``results.json`` there.
 
-    The test sets are decoded in a spawned process (``aiayn.decode.process``): a script that
-    calls this runs it under ``if __name__ == "__main__":``, as ``multiprocessing`` asks.
+    The test sets are decoded in a spawned process (``aiayn.workers.translator_process``): a
+    script that calls this runs it under ``if __name__ == "__main__":``, as ``multiprocessing``
+    asks.
 
     Args:
         corpus_from: a local copy of a named corpus (Multi30k, WMT14) instead of a download.

@@ -27,15 +27,12 @@ from aiayn.data import prepare
 from aiayn.data.binarize import resolve_split_file
 from aiayn.data.corpus import read_lines
 from aiayn.data.multi30k import tok_path
-from aiayn.decode.process import DecoderSpec, TranslatorProcess
-from aiayn.decode.translator import SearchOptions
 from aiayn.eval import corpus_scores
 from aiayn.eval.outputs import OutputCheck
 from aiayn.files import sha256_file
-from aiayn.pipeline.calibration import calibrate_confidence, calibrates
-from aiayn.pipeline.corpus import DOMAINS, CorpusFiles, corpus_files, read_split
-from aiayn.pipeline.distill import check_teacher, distill
-from aiayn.pipeline.exports import check_exports, export, exports
+from aiayn.pipeline.calibrate_stage import calibrate_confidence, calibrates
+from aiayn.pipeline.distill_stage import check_teacher, distill
+from aiayn.pipeline.export_stage import check_exports, export, exports
 from aiayn.pipeline.prepared import (
     changed_text,
     check_checkpoints_allow,
@@ -43,7 +40,8 @@ from aiayn.pipeline.prepared import (
     prepared_manifest,
     recorded_options,
 )
-from aiayn.pipeline.shortlist import build_table, shortlisted, shortlists
+from aiayn.pipeline.recipe_corpus import DOMAINS, CorpusFiles, corpus_files, read_split
+from aiayn.pipeline.shortlist_stage import build_table, shortlisted, shortlists
 from aiayn.store.card import Score, read_scores
 from aiayn.store.model_dir import is_model_directory, save_model
 from aiayn.store.model_dir import load_model as load_model_dir
@@ -57,7 +55,9 @@ from aiayn.train.checkpoint import (
     model_assets,
 )
 from aiayn.train.metrics import Reporter
+from aiayn.translate.translator import SearchOptions
 from aiayn.validation import card_for, validators_for
+from aiayn.workers.translator_process import DecoderSpec, TranslatorProcess
 
 
 @dataclass
@@ -168,7 +168,7 @@ DISTILLED = "distilled"  # under the work directory
 
 def distill_corpus(job: Job) -> None:
     """Replaces the training split's target side by the teacher's translations of its source
-    side (``aiayn.pipeline.distill``: shards an earlier run finished are reused; another
+    side (``aiayn.pipeline.distill_stage``: shards an earlier run finished are reused; another
     teacher or other settings start again)."""
     p, corpus = job.p, need(job.corpus, "corpus")
     teacher = check_teacher(p.distill.teacher, (p.src_lang, p.tgt_lang))

@@ -3,7 +3,7 @@
 Translation models speak LibreTranslate's API (``aiayn.serve.libretranslate``: ``/translate``,
 ``/languages``, ``/detect``) and have a web page at ``/``; a language model speaks the
 OpenAI-compatible API (``aiayn.serve.openai_api``). Either answers ``/health``. The models
-live in worker threads and decoding processes (``aiayn.serve.engine``); the FastAPI event loop
+live in worker threads and decoding processes (``aiayn.workers.engines``); the FastAPI event loop
 only parses, queues and answers.
 
 On SIGTERM the server (uvicorn) stops accepting connections, finishes every request it
@@ -25,17 +25,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from aiayn.errors import AiaynError
 from aiayn.serve.checks import BadRequest
-from aiayn.serve.common import ApiError, ServeSettings, Service, with_resolved_precision
 from aiayn.serve.libretranslate import LibreTranslate
 from aiayn.serve.limits import BodyLimit, body_limit, upload_limit
 from aiayn.serve.openai_api import OpenAICompletions
+from aiayn.serve.service import ApiError, Service, resolved_settings
+from aiayn.serve.settings import ServeSettings
 from aiayn.store import read_model_config
 
 
 def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = None) -> FastAPI:
     """The FastAPI application serving ``settings.models``; ``on_stop`` is given a summary
     once the last accepted request has been answered."""
-    settings = with_resolved_precision(settings)
+    settings = resolved_settings(settings)
     service = open_service(settings)
 
     @contextlib.asynccontextmanager
@@ -49,7 +50,7 @@ def create_app(settings: ServeSettings, on_stop: Callable[[str], None] | None = 
     app.state.service = service
     app.add_middleware(
         CORSMiddleware,
-        allow_origins=list(settings.cors_origins),
+        allow_origins=list(settings.cors),
         allow_methods=["*"],
         allow_headers=["*"],
     )

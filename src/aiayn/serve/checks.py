@@ -1,4 +1,5 @@
-"""Reading a request's values without trusting them: JSON of bounded depth, whole numbers that
+"""Reading a request's values without trusting them (named after ``aiayn.checks``, whose rules
+it applies to JSON): JSON of bounded depth, whole numbers that
 are whole (``1.9`` and ``Infinity`` are refused, never truncated or overflowed), finite numbers,
 booleans that mean what they say (``"false"`` is false), text that is valid Unicode (a lone
 surrogate cannot be encoded, so it is refused before it reaches a batch), and keys that are

@@ -1,7 +1,7 @@
 """LibreTranslate's HTTP API for translation models, written from its public documentation:
 ``POST /translate`` (``q`` a string or a list, ``source`` or ``auto``, ``target``, ``format``
 ``text`` or ``html``, ``alternatives``), ``POST /translate_file`` (a text file or a document,
-multipart, ``aiayn.serve.files``; its translation at ``GET /download_file/...``),
+multipart, ``aiayn.serve.translated_files``; its translation at ``GET /download_file/...``),
 ``GET /languages``, ``POST /detect`` (lingua, among the served languages),
 ``GET /frontend/settings``, ``POST /suggest`` (403 unless the server keeps suggestions);
 errors as ``{"error": ...}`` with 400, 403, 404, 413, 429, 500 (and 503 while stopping or on
@@ -22,21 +22,22 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from aiayn.decode.translator import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest, visible
-from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
-from aiayn.serve.files import (
+from aiayn.serve.libretranslate_requests import answer_fields, requested_options
+from aiayn.serve.limits import read_upload
+from aiayn.serve.page import PAGE
+from aiayn.serve.served import ServedModels, language_name, pair_options
+from aiayn.serve.service import ApiError, check_key, request_values
+from aiayn.serve.settings import ServeSettings
+from aiayn.serve.translated_files import (
     FILE_FORMATS,
     KEPT_FILES,
     document_format,
     media_type,
     translate_document_file,
 )
-from aiayn.serve.limits import read_upload
-from aiayn.serve.page import PAGE
-from aiayn.serve.served import ServedModels, language_name, pair_options
-from aiayn.serve.terms import answer_fields, requested_options
+from aiayn.translate.translator import SearchOptions
 
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
 # The attention picture's characters (source and translation together) at most: its memory
@@ -156,7 +157,7 @@ async def translate_file(request: Request) -> dict[str, str]:
             found = await service.translate_each(texts, [language] * len(texts), target, options)
             return [h[0].text for h in found]
 
-        data = await read_upload(upload, settings.file_max_bytes)
+        data = await read_upload(upload, settings.max_file_bytes)
         content = await translate_document_file(data, document, filename, settings, translate)
     name = await asyncio.to_thread(service.files.add, filename, content)
     return {"translatedFileUrl": str(request.url_for("download_file", name=name))}
@@ -169,7 +170,7 @@ async def download_file(request: Request, name: str) -> Response:
         raise ApiError(
             404,
             f"no translated file {name} (the latest {KEPT_FILES} are kept for "
-            f"{service.settings.files_expire_s:g}s)",
+            f"{service.settings.file_expiry:g}s)",
         )
     original = name.split(".", 1)[1]
     return Response(

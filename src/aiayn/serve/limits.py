@@ -16,7 +16,8 @@ from typing import Any
 from fastapi import UploadFile
 from fastapi.responses import JSONResponse
 
-from aiayn.serve.common import ApiError, ServeSettings
+from aiayn.serve.service import ApiError
+from aiayn.serve.settings import ServeSettings
 
 BODY_FLOOR = 64 * 2**10  # bytes any JSON or form body may have, whatever --char-limit
 CHUNK = 64 * 2**10  # bytes an upload is read by
@@ -29,7 +30,7 @@ def body_limit(settings: ServeSettings) -> int:
 
 def upload_limit(settings: ServeSettings) -> int:
     """The most bytes a multipart body (a file and the form's other fields) may have."""
-    return settings.file_max_bytes + body_limit(settings)
+    return settings.max_file_bytes + body_limit(settings)
 
 
 class BodyLimit:

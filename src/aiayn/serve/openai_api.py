@@ -29,17 +29,24 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from aiayn.data.tokenizer_files import load_tokenizers
-from aiayn.decode.generator_process import GeneratorProcess
-from aiayn.decode.process import DecoderCrashed, DecoderSpec
 from aiayn.errors import AiaynError
 from aiayn.serve.checks import BadRequest
-from aiayn.serve.common import ApiError, ServeSettings, check_key, request_values
-from aiayn.serve.engine import Busy, Generation, LanguageModelEngine, ShuttingDown
 from aiayn.serve.openai_requests import (
     chat_parameters,
     check_language_model_settings,
     completion_parameters,
 )
+from aiayn.serve.service import ApiError, check_key, request_values
+from aiayn.serve.settings import ServeSettings
+from aiayn.workers.engines import (
+    MAX_GENERATION_SECONDS,
+    Busy,
+    Generation,
+    LanguageModelEngine,
+    ShuttingDown,
+)
+from aiayn.workers.generator_process import GenerationRequest, GeneratorProcess
+from aiayn.workers.translator_process import DecoderCrashed, DecoderSpec
 
 DISCONNECT_CHECK_S = 1.0  # how often a waiting answer looks whether its client went away
 
@@ -180,16 +187,15 @@ class OpenAICompletions:
                 reason = "stop" if eos else "length"
             loop.call_soon_threadsafe(out.put_nowait, _End(reason, len(produced)))
 
-        generation = Generation(
+        request = GenerationRequest(
             ids,
             params["max_tokens"],
             params["temperature"],
             params["top_p"],
             params["seed"],
-            on_token,
-            on_end,
-            deadline=params["deadline"],
+            seconds=MAX_GENERATION_SECONDS,
         )
+        generation = Generation(request, on_token, on_end, deadline=params["deadline"])
         try:
             self.engine.submit(generation)
         except Busy as e:

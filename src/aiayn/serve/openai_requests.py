@@ -12,7 +12,8 @@ from aiayn.errors import AiaynError
 from aiayn.search_options import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest
-from aiayn.serve.common import ApiError, ServeSettings
+from aiayn.serve.service import ApiError
+from aiayn.serve.settings import ServeSettings
 
 # Fields whose only values served are these: anything else is refused, never ignored.
 PENALTIES = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import io
 
-from aiayn.decode.translator import Translator
+from aiayn.translate.translator import Translator
 from aiayn.viz import attention_figure, translation_attention
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 
 def attention_png(translator: Translator, source: str, translation: str) -> bytes:

@@ -4,25 +4,28 @@ translations. ``aiayn.serve.libretranslate`` puts LibreTranslate's routes over t
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import load_tokenizers
-from aiayn.decode.process import DecoderCrashed, DecoderSpec, TranslatorProcess
-from aiayn.decode.translator import SearchOptions, Translation, TranslationError
 from aiayn.errors import AiaynError
 from aiayn.serve.checks import BadRequest
-from aiayn.serve.common import ApiError, ServeSettings
-from aiayn.serve.detect import LanguageIdentifier
-from aiayn.serve.engine import Busy, ShuttingDown, TranslationEngine
-from aiayn.serve.files import TranslatedFiles
 from aiayn.serve.picture import attention_png
-from aiayn.serve.routing import PIVOT, Leg, Pair, pivots, translate_grouped
+from aiayn.serve.service import ApiError
+from aiayn.serve.settings import ServeSettings
+from aiayn.serve.translated_files import TranslatedFiles
+from aiayn.translate.detect import LanguageIdentifier
+from aiayn.translate.routing import PIVOT, between, detect_each, grouped, pivots
+from aiayn.translate.translator import SearchOptions, Translation, TranslationError
+from aiayn.workers.engines import Busy, ShuttingDown, TranslationEngine
+from aiayn.workers.translator_process import DecoderCrashed, DecoderSpec, TranslatorProcess
 
 LANGUAGE_NAMES = {
     "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
@@ -32,6 +35,20 @@ LANGUAGE_NAMES = {
     "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sv": "Swedish",
     "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
 }  # fmt: skip
+
+
+@dataclass(eq=False)
+class Pair:
+    """One served model: its language pair and the engine that decodes for it."""
+
+    model: str
+    source: str  # ISO code, or "auto" / "target" when the model directory names none
+    target: str
+    tokenizer: Tokenizer  # the source side's: a multilingual model's target tokens
+    engine: TranslationEngine
+
+
+Leg = tuple[Pair, "str | None"]  # a model and the target token it is given
 
 
 def language_name(code: str) -> str:
@@ -134,7 +151,7 @@ class ServedModels:
         self.first = next(iter(self.pairs.values()))  # what requests without languages get
         self.pivots = pivots(self.pairs)  # pairs translated through English
         self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
-        self.files = TranslatedFiles(expire_s=settings.files_expire_s)
+        self.files = TranslatedFiles(expire_s=settings.file_expiry)
 
     def health(self) -> dict[str, Any]:
         stats = [pair.engine.stats for pair in self.pairs.values()]
@@ -142,9 +159,7 @@ class ServedModels:
             "accepted": sum(s.accepted for s in stats),
             "batches": sum(s.batches for s in stats),
             "requests": sum(s.requests for s in stats),
-            "processes_restarted": sum(
-                getattr(d, "restarts", 0) for p in self.pairs.values() for d in p.engine.decoders
-            ),
+            "processes_restarted": sum(p.engine.processes_restarted for p in self.pairs.values()),
         }
 
     def close(self) -> None:
@@ -196,26 +211,39 @@ class ServedModels:
             return [(through[0], None), (through[1], None)]
 
     def sources_of(self, texts: list[str], target: str) -> list[tuple[str, float]]:
-        """Each text's source language for ``source: auto`` (``source_of``), found for
-        each text on its own; a text without a letter takes that of all texts together."""
-        together: tuple[str, float] | None = None
-        found = []
-        for text in texts:
-            if any(c.isalpha() for c in text):
-                found.append(self.source_of(text, target))
-                continue
-            if together is None:
-                together = self.source_of("\n".join(texts), target)
-            found.append(together)
-        return found
+        """Each text's source language for ``source: auto`` (``source_of``), with the
+        routing's one rule for a text without a letter (``aiayn.translate.routing.detect_each``)."""
+        return detect_each(texts, lambda text: self.source_of(text, target), lambda f: f[0])
 
     async def translate_each(
         self, texts: list[str], sources: list[str], target: str, options: SearchOptions
     ) -> list[list[Translation]]:
-        """Text ``i`` translated from ``sources[i]`` (``plan``): each language's texts in one
-        request, the languages side by side."""
+        """Text ``i`` translated from ``sources[i]`` (``plan``): the texts of one plan in one
+        request, the plans' requests side by side, the answers in the texts' order."""
         plans = {source: self.plan(source, target) for source in dict.fromkeys(sources)}
-        return await translate_grouped(self.translate, [plans[s] for s in sources], texts, options)
+        groups = grouped([[pair for pair, _ in plans[s]] for s in sources])
+        found = await asyncio.gather(
+            *(
+                self._translate_legs(plans[sources[g[0]]], [texts[i] for i in g], options)
+                for g in groups
+            )
+        )
+        out: list[list[Translation]] = [[] for _ in texts]
+        for members, answers in zip(groups, found, strict=True):
+            for i, answer in zip(members, answers, strict=True):
+                out[i] = answer
+        return out
+
+    async def _translate_legs(
+        self, legs: list[Leg], texts: list[str], options: SearchOptions
+    ) -> list[list[Translation]]:
+        """``texts`` through each leg in turn, every leg but the last with ``between``'s
+        options."""
+        for pair, token in legs[:-1]:
+            found = await self.translate(pair, texts, between(options), token)
+            texts = [hyps[0].text for hyps in found]
+        pair, token = legs[-1]
+        return await self.translate(pair, texts, options, token)
 
     def detect(self, text: str) -> list[dict[str, Any]]:
         """``/detect``: the served languages, most likely first, with lingua's confidence."""

@@ -21,10 +21,10 @@ from safetensors.torch import save_model as _save_safetensors
 from torch import nn
 
 from aiayn.accel import Profile
-from aiayn.config import ConfigError, ModelConfig
+from aiayn.config import ModelConfig
 from aiayn.config_io import config_from_dict, config_to_dict
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, TokenizerInfo
-from aiayn.errors import AiaynError
+from aiayn.errors import AiaynError, ConfigError
 from aiayn.files import sha256_file, write_directory
 from aiayn.runtime import select_device
 from aiayn.store.card import CARD_FILE, ModelCard, render_card

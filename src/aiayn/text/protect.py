@@ -184,3 +184,13 @@ def _put_where_it_stood(text: str, span: Span) -> str:
     words = text[:end].split(" ") if text[:end] else []
     at = int(span.at * len(words) + 0.5)  # halves round up
     return " ".join([*words[:at], span.text, *words[at:]]) + text[end:]
+
+
+def pattern_problem(patterns: tuple[str, ...]) -> str | None:
+    """What is wrong with a user's protect patterns (one that does not compile), in one
+    line; None when nothing is. ``SearchOptions`` checks the rest of its fields itself."""
+    try:
+        compile_patterns(patterns)
+    except ProtectError as e:
+        return str(e)
+    return None

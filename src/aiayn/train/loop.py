@@ -3,7 +3,6 @@ validation, checkpoints, resume, and data-parallel training under torchrun."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +32,9 @@ from aiayn.runtime import (
 )
 from aiayn.store.card import ModelCard, trained_card
 from aiayn.store.model_dir import read_model_config, save_model
+from aiayn.train.budget import budget_share, plan_lines, planned_end
 from aiayn.train.checkpoint import list_checkpoints, restore_newest, save_checkpoint
+from aiayn.train.collective import all_reduce, autocast, no_sync_unless_last
 from aiayn.train.init_from import check_init_from, load_init_weights
 from aiayn.train.metrics import (
     BY_BLEU,
@@ -259,38 +260,27 @@ class Trainer:
         return False
 
     def _progress(self) -> float:
-        """The run's share of its budget spent, the same on every rank: its updates' share
-        of ``max_updates`` or its training time's of ``max_minutes``, whichever is further
-        (the budget schedule's clock)."""
-        run = self.cfg.run
-        share = self.state.update / run.max_updates
-        if not run.max_minutes:
-            return share
-        timed = (self.state.train_seconds + self.window.seconds) / (60.0 * run.max_minutes)
-        if self.dist.enabled:  # the slowest rank's clock
-            timed = float(self._all_reduce(torch.tensor(timed), op=dist.ReduceOp.MAX))
-        return max(share, timed)
+        """The run's share of its budget spent, the same on every rank (``budget_share``:
+        the slowest rank's clock)."""
+        run, state = self.cfg.run, self.state
+        seconds = state.train_seconds + self.window.seconds
+        share, timed = budget_share(state.update, run.max_updates, seconds, run.max_minutes)
+        if timed is not None and self.dist.enabled:
+            timed = float(
+                all_reduce(torch.tensor(timed), self.dist, self.device, op=dist.ReduceOp.MAX)
+            )
+        return share if timed is None else max(share, timed)
 
     def _plan(self) -> None:
         """Log where the time budget will end the run at the speed so far: from the first
         report, then whenever that moves by more than 5%."""
         run, state = self.cfg.run, self.state
-        if not run.max_minutes or not state.train_seconds:
+        plan = planned_end(state.update, state.train_seconds, run.max_updates, run.max_minutes)
+        if plan is None or (self._planned and abs(plan[0] - self._planned) <= 0.05 * self._planned):
             return
-        at_end = state.update * 60.0 * run.max_minutes / state.train_seconds
-        if at_end >= run.max_updates:
-            planned, why = run.max_updates, "max_updates ends it within the time budget"
-        else:
-            planned, why = round(at_end), f"the {run.max_minutes:g}-minute budget ends it"
-        if self._planned and abs(planned - self._planned) <= 0.05 * self._planned:
-            return
-        self._planned = planned
-        self.log(f"planned end: update {planned:,} of {run.max_updates:,} at this speed ({why})")
-        if planned < self.cfg.optim.warmup_steps:
-            self.log(
-                f"warning: that is before the warm-up ends (optim.warmup_steps "
-                f"{self.cfg.optim.warmup_steps:,}): lower it, or give the run more time"
-            )
+        self._planned = plan[0]
+        for line in plan_lines(*plan, run.max_updates, self.cfg.optim.warmup_steps):
+            self.log(line)
 
     def _update(self) -> UpdateResult:
         """One optimiser step over ``update_freq`` batches (gradient accumulation)."""
@@ -300,7 +290,7 @@ class Trainer:
         torch.manual_seed(mixed_seed(cfg.run.seed, self.dist.rank, update))
         batches = [self.task.next_batch() for _ in range(cfg.optim.update_freq)]
         local_tokens = sum(b.n_tgt_tokens for b in batches)
-        tokens = int(self._all_reduce(torch.tensor(float(local_tokens))).item())
+        tokens = int(all_reduce(torch.tensor(float(local_tokens)), self.dist, self.device).item())
         # Gradients are summed over micro-batches and ranks, then divided by the target
         # tokens of the whole update (DDP averages over ranks, hence × world size).
         scale = self.dist.world_size / max(tokens, 1)
@@ -308,12 +298,15 @@ class Trainer:
         nll_sum = torch.zeros((), device=self.device)
         for i, batch in enumerate(batches):
             last = i == len(batches) - 1
-            with self._maybe_no_sync(last), self._autocast():
+            with (
+                no_sync_unless_last(self.forward_model, self.dist, last),
+                autocast(self.precision, self.device),
+            ):
                 loss, nll = self.forward_model(*batch.model_inputs)
                 self.scaler.scale(loss * scale).backward()
             loss_sum += loss.detach()
             nll_sum += nll.detach()
-        totals = self._all_reduce(torch.stack([loss_sum, nll_sum]))
+        totals = all_reduce(torch.stack([loss_sum, nll_sum]), self.dist, self.device)
         finite = bool(torch.isfinite(totals).all())
         if finite:
             self._step(update)
@@ -375,8 +368,6 @@ class Trainer:
                 "the run diverged (try a lower learning rate, more warm-up, or clip_norm)"
             )
 
-    # -- reporting, validation, checkpoints -------------------------------------------------
-
     def _report(self, window: Window) -> Row:
         lr = self.optimizer.param_groups[0]["lr"]
         rss, peak = memory_mb()
@@ -402,7 +393,7 @@ class Trainer:
         self.model.eval()
         sums = Window()
         for batch in self.task.valid_batches():
-            with self._autocast():
+            with autocast(self.precision, self.device):
                 loss, nll = self.loss_model(*batch.model_inputs)
             sums.add(UpdateResult(float(loss), float(nll), batch.n_tgt_tokens, finite=True))
         row = sums.losses()
@@ -422,23 +413,15 @@ class Trainer:
         """Validate, keep the best model; True when early stopping says stop."""
         row = self.validate()
         self.metrics.write(Kind.VALID, self.state.update, row)
-        value = row[self.criterion.metric]
-        same_metric = self.state.best_metric == self.criterion.metric.value
-        better = self.criterion.improves(value, self.state.best_valid if same_metric else None)
-        if better:
-            self.state.best_metric = self.criterion.metric.value
-            self.state.best_valid = value
-            self.state.stale_validations = 0
-            if self.dist.is_main:
-                save_model(
-                    self.model,
-                    self.model_cfg,
-                    self.run_dir / "best",
-                    assets=self.task.assets(),
-                    card=self._card(row),
-                )
-        else:
-            self.state.stale_validations += 1
+        better = self.state.record_validation(self.criterion, row[self.criterion.metric])
+        if better and self.dist.is_main:
+            save_model(
+                self.model,
+                self.model_cfg,
+                self.run_dir / "best",
+                assets=self.task.assets(),
+                card=self._card(row),
+            )
         self.log(valid_message(self.state.update, row, best=better))
         patience = self.cfg.run.patience
         if patience and self.state.stale_validations >= patience:
@@ -464,25 +447,3 @@ class Trainer:
             assets=self.task.assets(),
             keep_last=self.cfg.run.keep_last,
         )
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        precision = self.precision
-        if precision == "fp32":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-        return torch.autocast(self.device.type, dtype=dtype)
-
-    def _maybe_no_sync(self, last: bool) -> contextlib.AbstractContextManager:
-        if self.dist.enabled and not last:
-            return self.forward_model.no_sync()
-        return contextlib.nullcontext()
-
-    def _all_reduce(
-        self, tensor: torch.Tensor, op: dist.ReduceOp.RedOpType = dist.ReduceOp.SUM
-    ) -> torch.Tensor:
-        if self.dist.enabled:
-            tensor = tensor.to(self.device)
-            dist.all_reduce(tensor, op=op)
-        return tensor

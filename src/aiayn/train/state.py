@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from aiayn.train.metrics import BY_BLEU, BY_NLL, Metric, Row
+from aiayn.train.metrics import BY_BLEU, BY_NLL, Criterion, Metric, Row
 
 
 @dataclass
@@ -38,6 +38,18 @@ class TrainerState:
             if old is BY_BLEU:
                 values["best_valid"] = -values["best_valid"]
         return cls(**values)
+
+    def record_validation(self, criterion: Criterion, value: float) -> bool:
+        """Keep ``value`` as the best when ``criterion`` says it improves on the best so far
+        (of the same metric), else count a stale validation; True when it improves."""
+        same_metric = self.best_metric == criterion.metric.value
+        better = criterion.improves(value, self.best_valid if same_metric else None)
+        if better:
+            self.best_metric, self.best_valid = criterion.metric.value, value
+            self.stale_validations = 0
+        else:
+            self.stale_validations += 1
+        return better
 
 
 @dataclass

@@ -11,10 +11,10 @@ import torch
 from torch import Tensor, nn
 
 from aiayn import masks
-from aiayn.config import ConfigError, ModelConfig, TrainConfig
+from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, BatchIterator, CorpusError, TokenBatchSampler, collate, load_prepared
 from aiayn.data.blocks import random_blocks, sequential_blocks
-from aiayn.data.lm import load_lm_data
+from aiayn.data.lm_stream import load_lm_data
 from aiayn.data.tokenizer_files import (
     TOKENIZER_FILE,
     TokenizerInfo,
@@ -23,6 +23,7 @@ from aiayn.data.tokenizer_files import (
     read_tokenizer_info,
     tokenizer_info_json,
 )
+from aiayn.errors import ConfigError
 from aiayn.runtime import Distributed, mixed_seed
 
 

@@ -12,8 +12,8 @@ from aiayn.viz.attention import (
     attention_plot_data,
     translation_attention,
 )
-from aiayn.viz.common import save_figure
 from aiayn.viz.curves import curves_figure
+from aiayn.viz.figure import save_figure
 from aiayn.viz.masks import batch_masks, masks_figure
 from aiayn.viz.positional import positional_figure
 from aiayn.viz.training import schedule_figure, smoothed_target, smoothing_figure

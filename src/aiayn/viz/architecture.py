@@ -15,7 +15,7 @@ from typing import Any
 from torch import nn
 
 from aiayn.models.transformer import Transformer
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 PAPER_NAMES = {  # a class (or a base class) -> the paper's label in Figure 1
     "SelfAttention": "Multi-Head Attention",

@@ -1,4 +1,5 @@
 """Attention heatmaps: every chosen layer and head, for each of the three attentions (§3.2.3).
+Named after ``aiayn.modules.attention``, whose weights it draws.
 
 The weights come from the model's eager attention path on request
 (``Transformer.forward_with_attention``), never from state stored on modules.
@@ -16,10 +17,10 @@ import numpy as np
 import torch
 
 from aiayn.models.transformer import Transformer
-from aiayn.viz.common import PlotError, pyplot
+from aiayn.viz.figure import PlotError, pyplot
 
 if TYPE_CHECKING:
-    from aiayn.decode.translator import Translator
+    from aiayn.translate.translator import Translator
 
 Kind = Literal["encoder", "decoder", "cross"]
 TITLES = {

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from aiayn.train.metrics import Kind, Metric, read_metrics
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 
 def _bleu_title(beam: float | None) -> str:

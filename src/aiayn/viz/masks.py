@@ -1,4 +1,5 @@
-"""The three attention masks of a batch (§3.2.3), drawn as the model applies them.
+"""The three attention masks of a batch (§3.2.3), drawn as the model applies them. Named after
+``aiayn.masks``, whose masks it draws.
 
 Shapes: B batch, S source length, T target length.
 """
@@ -10,7 +11,7 @@ from typing import Any
 from torch import Tensor
 
 from aiayn import masks
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 TITLES = ("encoder self-attention", "decoder self-attention", "encoder–decoder attention")
 

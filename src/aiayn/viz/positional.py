@@ -1,11 +1,12 @@
-"""The §3.5 sinusoidal table, and how the encodings of two positions relate by distance."""
+"""The §3.5 sinusoidal table, and how the encodings of two positions relate by distance.
+Named after ``aiayn.modules.positional``, whose table it draws."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aiayn.modules import sinusoid_table
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 
 def positional_figure(*, d_model: int = 128, length: int = 100, interleaved: bool = True) -> Any:

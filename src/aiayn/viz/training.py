@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from aiayn.train.schedule import budget_lr, inverse_sqrt_lr, noam_lr
-from aiayn.viz.common import pyplot
+from aiayn.viz.figure import pyplot
 
 
 def schedule_figure(

@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiayn.serve.checks import BadRequest
-from aiayn.serve.common import ApiError, ServeSettings
+from aiayn.serve.service import ApiError
+from aiayn.serve.settings import ServeSettings
 from aiayn.text.documents import (
     FORMATS,
     Document,
@@ -105,9 +106,9 @@ def document_format(filename: str) -> str | None:
 def limits(settings: ServeSettings) -> Limits:
     """The document bounds ``settings`` set."""
     return Limits(
-        max_bytes=settings.file_max_bytes,
-        max_parts=settings.file_max_parts,
-        max_segments=settings.file_max_texts,
+        max_bytes=settings.max_file_bytes,
+        max_parts=settings.max_file_parts,
+        max_segments=settings.max_file_texts,
     )
 
 
@@ -132,7 +133,7 @@ async def translate_document_file(
     """
     if data is None:
         raise ApiError(
-            413, f"Invalid request: {filename} is over {settings.file_max_bytes:,} bytes"
+            413, f"Invalid request: {filename} is over {settings.max_file_bytes:,} bytes"
         )
     if not data:
         raise BadRequest("Invalid request: empty file")

@@ -1,4 +1,4 @@
-"""Fitting a confidence calibration (``aiayn.decode.calibration``) on a validation set: its
+"""Fitting a confidence calibration (``aiayn.translate.calibration``) on a validation set: its
 sources are translated, each translation's sentence chrF against its reference is taken as
 what the confidence should predict, and a logistic curve of the mean token log-probability
 is fitted to it by least squares (``scipy.optimize.curve_fit``, the slope held positive).
@@ -16,9 +16,9 @@ from sacrebleu.metrics import CHRF
 from scipy.optimize import curve_fit
 from scipy.stats import spearmanr
 
-from aiayn.decode.calibration import Calibration
-from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
+from aiayn.translate.calibration import Calibration
+from aiayn.translate.translator import SearchOptions, Translation
 
 MIN_LINES = 50  # fewer validation lines than this fit a curve to noise
 

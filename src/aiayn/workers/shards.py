@@ -7,7 +7,7 @@ and holds one ``Translator``; a shard is one call of ``Translator.translate``, b
 length as the translator batches, decoded by one process alone. Its translations therefore
 do not depend on which process took it or on what it decoded before: the same model,
 options and lines give the same shard, the ground a resumable corpus translation
-(``aiayn.pipeline.distill``) stands on.
+(``aiayn.pipeline.distill_stage``) stands on.
 
 A ``multiprocessing`` pool (``decode.pool.unordered``), not ``TranslatorProcess``es behind
 threads: the pool ends its processes at once when its caller stops (Ctrl-C, an error), where a
@@ -22,11 +22,11 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from aiayn.decode.inputs import TranslationError
-from aiayn.decode.pool import unordered
-from aiayn.decode.process import DecoderSpec, set_up_child
-from aiayn.decode.translator import Translator
 from aiayn.search_options import SearchOptions
+from aiayn.translate.inputs import TranslationError
+from aiayn.translate.translator import Translator
+from aiayn.workers.pool import unordered
+from aiayn.workers.translator_process import DecoderSpec, set_up_child
 
 LOWEST_SCORE = -1e9  # the score of an empty translation's log(0) confidence, kept finite
 

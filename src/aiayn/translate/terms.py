@@ -21,7 +21,7 @@ from aiayn.config import UNK_ID
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.text.glossary import Glossary, Term, spell_as_glossary
 from aiayn.text.html import HtmlText
-from aiayn.text.protect import Masked, ProtectError, compile_patterns, mask
+from aiayn.text.protect import Masked, compile_patterns, mask
 from aiayn.text.sentences import Paragraph
 
 GREEDY_FALLBACK_BEAM = 4  # the beam of a constrained search asked for with beam 1 (greedy)
@@ -223,13 +223,3 @@ def render_documents(
             alternatives.append(Translation(text, score, [], mean_confidence(chosen)))
         results.append(alternatives)
     return results
-
-
-def pattern_problem(patterns: tuple[str, ...]) -> str | None:
-    """What is wrong with a user's protect patterns (one that does not compile), in one
-    line; None when nothing is. ``SearchOptions`` checks the rest of its fields itself."""
-    try:
-        compile_patterns(patterns)
-    except ProtectError as e:
-        return str(e)
-    return None

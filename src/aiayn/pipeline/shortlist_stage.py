@@ -1,5 +1,5 @@
 """The pipeline's "shortlist" stage: the model's vocabulary shortlist table
-(``aiayn.decode.shortlist``: IBM Model 1 over its subword pieces, as ``aiayn shortlist``
+(``aiayn.accel.shortlist``: IBM Model 1 over its subword pieces, as ``aiayn shortlist``
 builds it) from the recipe's training corpus (the teacher's translations, for a student),
 written into ``model/shortlist.safetensors`` so that the model ships with it and
 ``shortlist = K`` decodes the test sets with it.
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Protocol
 
 from aiayn.data.binarize import resolve_split_file
-from aiayn.decode.shortlist import FREQUENT, LINES, SHORTLIST_FILE, build_shortlist
 from aiayn.files import write_file
-from aiayn.pipeline.corpus import CorpusFiles
+from aiayn.pipeline.recipe_corpus import CorpusFiles
 from aiayn.pipeline.stage_job import StageJob
+from aiayn.translate.shortlist_table import FREQUENT, LINES, SHORTLIST_FILE, build_shortlist
 
 STAMP = "shortlist.json"  # under the work directory
 

@@ -11,9 +11,9 @@ import torch
 from aiayn.decode.beam import beam_search
 from aiayn.decode.constrained import Constraints, constrained_beam_search
 from aiayn.decode.greedy import greedy_search
-from aiayn.decode.stepper import StepDecoder
-from aiayn.decode.terms import GREEDY_FALLBACK_BEAM, confidence
 from aiayn.models.transformer import Transformer
+from aiayn.modules.stepper import StepDecoder
+from aiayn.translate.terms import GREEDY_FALLBACK_BEAM, confidence
 
 Found = tuple[list[int], float, float]  # target ids, score, confidence
 
@@ -38,7 +38,7 @@ def search(
     ``constraints`` is given. ``model`` gives the special ids and the profile's
     argmax and extensions; ``max_len_a`` and ``repeat_stop`` are the guards
     (``aiayn.decode.guards``); ``glued``: per target token, whether it continues a word
-    (``aiayn.decode.terms.glued_tokens``), never right after a constraint."""
+    (``aiayn.translate.terms.glued_tokens``), never right after a constraint."""
     specials = model.specials
     if beam == 1 and constraints is None:
         log_probs = torch.zeros(src.size(0), src.size(1) + max_len_b, device=src.device)  # (B, T)

@@ -2,9 +2,9 @@
 token back as soon as it is chosen.
 
 The server's completions decode here for the reasons its translations do
-(``aiayn.decode.process``): the event loop keeps the interpreter lock, and a request can be
-stopped. The caller stops a generation by answering ``False`` to a token (its client went
-away, a stop sequence came); the process also stops on its own once the request's seconds are
+(``aiayn.workers.translator_process``): the event loop keeps the interpreter lock, and a
+request can be stopped. The caller stops a generation by answering ``False`` to a token (its client
+went away, a stop sequence came); the process also stops on its own once the request's seconds are
 spent, so a generation never outlives its time limit even when its caller is gone. The
 process ignores SIGINT and SIGTERM, as a decoding process does: its caller ends it.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 from aiayn.decode.generate import GenerationError, generate, load_language_model
-from aiayn.decode.process import (
+from aiayn.workers.translator_process import (
     ChildProcess,
     DecoderCrashed,
     DecoderSpec,

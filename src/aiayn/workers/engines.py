@@ -1,6 +1,6 @@
 """What decodes for the server: decoders (translation models in their own processes,
-``aiayn.decode.process``), each fed by a worker thread from one bounded queue, so the event
-loop never waits on a model. Other work on a translation model (the page's attention picture)
+``aiayn.workers.translator_process``), each fed by a worker thread from one bounded queue, so the
+event loop never waits on a model. Other work on a translation model (the page's attention picture)
 goes through the same queue to a decoder, which computes it where the model already is.
 
 Translation requests that arrive close together are decoded together: a free worker takes
@@ -20,7 +20,7 @@ main one, two-thread beam search is 2× slower once the process has more OpenMP 
 cores).
 
 Language-model completions are generated in processes of their own too
-(``aiayn.decode.generator_process``), one request at a time per process, each new token
+(``aiayn.workers.generator_process``), one request at a time per process, each new token
 handed to the request's callback as soon as it is chosen (streaming); a request stops at its
 deadline, or sooner when its client goes away.
 """
@@ -35,15 +35,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from aiayn.decode.generator_process import GenerationRequest
-from aiayn.decode.translator import SearchOptions, Translation
 from aiayn.errors import AiaynError
+from aiayn.translate.translator import SearchOptions, Translation
+from aiayn.workers.generator_process import GenerationRequest
 
 R = TypeVar("R")
+J = TypeVar("J")  # a job of an engine
+B = TypeVar("B")  # what a worker serves jobs with: a decoder, a generator
 STOP_CHECK_SECONDS = 0.2  # how often an idle worker looks whether the server is stopping
 MAX_GENERATION_SECONDS = 24 * 3600.0  # a request without a deadline (pickled as a number)
 
@@ -54,6 +56,102 @@ class Busy(AiaynError):
 
 class ShuttingDown(AiaynError):
     """The server is stopping and takes no new work."""
+
+
+class QueueEngine(Generic[J, B]):
+    """Worker threads, one per backend (a process that decodes or generates), fed from one
+    bounded queue: the same acceptance, stop and restart for both engines.
+
+    ``_put`` queues a job (``Busy`` when the queue is full, ``ShuttingDown`` once closing);
+    each worker runs ``_serve(backend)``, taking jobs with ``_take`` until it answers None;
+    ``close`` takes no new job, lets the workers finish every accepted one, refuses what
+    was queued as they ended (``_refuse``) and closes the backends. A worker that ends
+    anyway (a bug, or an exception no job handler catches) is replaced at the next
+    submission, and ``restarted`` counts it.
+    """
+
+    def __init__(self, backends: Sequence[B], *, queue_size: int, name: str):
+        self.backends = list(backends)
+        self._name = name
+        self._queue: queue.Queue[J] = queue.Queue(maxsize=queue_size)
+        self._counting = threading.Lock()
+        self._accepting = True
+        self._stopping = False  # the stop was seen: finish what is queued, wait for nothing
+        self.restarted = 0  # workers replaced after ending unexpectedly
+        self._threads = [self._start(i) for i in range(len(self.backends))]
+
+    def _start(self, number: int) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._serve,
+            args=(self.backends[number],),
+            name=f"aiayn-{self._name}-{number}",
+            daemon=True,
+        )
+        thread.start()
+        return thread
+
+    def replace_dead_workers(self) -> int:
+        """Start a new worker for each that ended while the engine runs; how many."""
+        dead = 0
+        for i, thread in enumerate(self._threads):
+            if self._accepting and not thread.is_alive():
+                self._threads[i] = self._start(i)
+                dead += 1
+        with self._counting:
+            self.restarted += dead
+        return dead
+
+    @property
+    def alive(self) -> int:
+        return sum(thread.is_alive() for thread in self._threads)
+
+    @property
+    def processes_restarted(self) -> int:
+        """Backend processes restarted after dying (``TranslatorProcess.restarts``)."""
+        return sum(getattr(backend, "restarts", 0) for backend in self.backends)
+
+    def _put(self, job: J) -> None:
+        if not self._accepting:
+            raise ShuttingDown("the server is shutting down")
+        self.replace_dead_workers()
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
+
+    def _take(self) -> J | None:
+        """The next queued job, waiting for one in slices that let a stop be seen; None
+        when stopping and none is left."""
+        while True:
+            stopping = self._stopping
+            try:
+                return self._queue.get(timeout=0 if stopping else STOP_CHECK_SECONDS)
+            except queue.Empty:
+                if stopping:
+                    return None
+
+    def close(self) -> None:
+        """Take no new work, finish what was accepted, then stop the workers and their
+        backends."""
+        self._accepting = False
+        self._stopping = True  # workers wait for nothing more and end once the queue is empty
+        for thread in self._threads:
+            thread.join()
+        while True:  # a job queued as the workers ended
+            try:
+                self._refuse(self._queue.get_nowait(), ShuttingDown("the server stopped"))
+            except queue.Empty:
+                break
+        for backend in self.backends:
+            backend.close()
+
+    def _serve(self, backend: B) -> None:
+        """A worker: take jobs and answer them with ``backend`` until ``_take`` gives None."""
+        raise NotImplementedError
+
+    def _refuse(self, job: J, error: BaseException) -> None:
+        """Answer a job that will not be served with ``error``."""
+        raise NotImplementedError
 
 
 @dataclass(eq=False)
@@ -93,7 +191,7 @@ class BatchStats:
 
 class Decoder(Protocol):
     """What decodes a batch and runs other work on its model: a Translator in its own
-    process (``aiayn.decode.process.TranslatorProcess``)."""
+    process (``aiayn.workers.translator_process.TranslatorProcess``)."""
 
     def translate(
         self, texts: list[str], options: SearchOptions, *, target_token: str | None = None
@@ -104,7 +202,7 @@ class Decoder(Protocol):
     def close(self) -> None: ...
 
 
-class TranslationEngine:
+class TranslationEngine(QueueEngine[_Job, Decoder]):
     """Decoders behind a queue, each fed batches of requests by its own worker thread."""
 
     def __init__(
@@ -115,23 +213,15 @@ class TranslationEngine:
         max_wait_ms: float = 25.0,
         queue_size: int = 256,
     ):
-        self.decoders = list(decoders)
         self.batch_tokens = batch_tokens
         self.max_wait = max_wait_ms / 1000.0
         self.stats = BatchStats()
-        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_size)
         self._aside: deque[_Job] = deque()  # taken, but with other options than the batch
-        self._counting = threading.Lock()
-        self._accepting = True
-        self._stopping = False  # the stop was seen: finish what is queued, wait for nothing
-        self._threads = [
-            threading.Thread(
-                target=self._run, args=(decoder,), name=f"aiayn-translate-{i}", daemon=True
-            )
-            for i, decoder in enumerate(self.decoders)
-        ]
-        for thread in self._threads:
-            thread.start()
+        super().__init__(decoders, queue_size=queue_size, name="translate")
+
+    @property
+    def decoders(self) -> list[Decoder]:
+        return self.backends
 
     async def translate(
         self,
@@ -164,12 +254,7 @@ class TranslationEngine:
         return await self._submit(job, timeout)
 
     async def _submit(self, job: _Job, timeout: float | None):
-        if not self._accepting:
-            raise ShuttingDown("the server is shutting down")
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
-            raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
+        self._put(job)
         with self._counting:
             self.stats.accepted += 1
         try:
@@ -178,21 +263,10 @@ class TranslationEngine:
             job.cancelled = True
             raise
 
-    def close(self) -> None:
-        """Take no new work, finish what was accepted, then stop the workers."""
-        self._accepting = False
-        self._stopping = True  # workers wait for nothing more and end once the queue is empty
-        for thread in self._threads:
-            thread.join()
-        while True:  # a request queued as the workers ended
-            try:
-                self._queue.get_nowait().finish(error=ShuttingDown("the server stopped"))
-            except queue.Empty:
-                break
-        for decoder in self.decoders:
-            decoder.close()
+    def _refuse(self, job: _Job, error: BaseException) -> None:
+        job.finish(error=error)
 
-    def _run(self, decoder: Decoder) -> None:
+    def _serve(self, decoder: Decoder) -> None:
         answered = 0
         while (batch := self._next_batch(expect=answered)) is not None:
             self._decode(decoder, batch)
@@ -207,19 +281,11 @@ class TranslationEngine:
         return self._gather(first, deadline=deadline, expect=expect)
 
     def _take(self) -> _Job | None:
-        """The next request: set aside by a batch, or queued (waiting for one, in slices
-        that let a stop be seen); None when stopping and none is left."""
-        while True:
-            try:
-                return self._aside.popleft()
-            except IndexError:
-                pass
-            stopping = self._stopping
-            try:
-                return self._queue.get(timeout=0 if stopping else STOP_CHECK_SECONDS)
-            except queue.Empty:
-                if stopping:
-                    return None
+        """The next request: set aside by a batch, else queued (``QueueEngine._take``)."""
+        try:
+            return self._aside.popleft()
+        except IndexError:
+            return super()._take()
 
     def _gather(self, first: _Job, *, deadline: float, expect: int) -> list[_Job]:
         """``first`` and the requests that join it: same options, within the token budget.
@@ -293,14 +359,10 @@ class TranslationEngine:
 
 @dataclass(eq=False)
 class Generation:
-    """One completion request: its sampling settings, when it must end, and where its tokens
-    go."""
+    """One completion request: what to generate (its ``seconds``: the most it may take
+    once started), when it must end, queue included, and where its tokens go."""
 
-    prompt: list[int]
-    max_new_tokens: int
-    temperature: float
-    top_p: float
-    seed: int | None
+    request: GenerationRequest
     on_token: Callable[[int], None]  # each new token, as it is chosen; raises to stop
     on_end: Callable[[BaseException | None], None]  # at the end, with the error if any
     deadline: float = math.inf  # time.monotonic() after which it stops (queue included)
@@ -308,7 +370,7 @@ class Generation:
 
 class Generator(Protocol):
     """What samples for the engine: a language model in its own process
-    (``aiayn.decode.generator_process.GeneratorProcess``)."""
+    (``aiayn.workers.generator_process.GeneratorProcess``)."""
 
     eos: int | None
 
@@ -317,88 +379,36 @@ class Generator(Protocol):
     def close(self) -> None: ...
 
 
-class LanguageModelEngine:
+class LanguageModelEngine(QueueEngine[Generation, Generator]):
     """Generating processes behind a queue, each fed one request at a time by its own worker
     thread, which hands the tokens to the request's callbacks.
 
     A request ends at its deadline wherever it is: one still queued is dropped, and the
     process stops one under way by itself (a client that went away stops it sooner, through
-    ``on_token``). A worker ends a request that fails with the error, never itself; a worker
-    that ends anyway (a bug) is replaced at the next submission, and ``restarted`` counts it."""
+    ``on_token``). A worker ends a request that fails with the error, never itself."""
 
     def __init__(self, generators: Sequence[Generator], *, queue_size: int = 64):
-        self.generators = list(generators)
-        self.eos = self.generators[0].eos
-        self._queue: queue.Queue[Generation | None] = queue.Queue(maxsize=queue_size)
-        self._accepting = True
-        self._counting = threading.Lock()
+        self.eos = generators[0].eos
         self.completed = 0  # generations ended, stopped early or failed included
-        self.restarted = 0  # workers replaced after ending unexpectedly
-        self._threads = [self._start(i) for i in range(len(self.generators))]
-
-    def _start(self, number: int) -> threading.Thread:
-        thread = threading.Thread(
-            target=self._run,
-            args=(self.generators[number],),
-            name=f"aiayn-generate-{number}",
-            daemon=True,
-        )
-        thread.start()
-        return thread
-
-    def replace_dead_workers(self) -> int:
-        """Start a new worker for each that ended while the engine runs; how many."""
-        dead = 0
-        for i, thread in enumerate(self._threads):
-            if self._accepting and not thread.is_alive():
-                self._threads[i] = self._start(i)
-                dead += 1
-        with self._counting:
-            self.restarted += dead
-        return dead
+        super().__init__(generators, queue_size=queue_size, name="generate")
 
     @property
-    def alive(self) -> int:
-        return sum(thread.is_alive() for thread in self._threads)
-
-    @property
-    def processes_restarted(self) -> int:
-        return sum(getattr(g, "restarts", 0) for g in self.generators)
+    def generators(self) -> list[Generator]:
+        return self.backends
 
     def submit(self, generation: Generation) -> None:
-        if not self._accepting:
-            raise ShuttingDown("the server is shutting down")
-        self.replace_dead_workers()
-        try:
-            self._queue.put_nowait(generation)
-        except queue.Full:
-            raise Busy(f"the queue is full ({self._queue.maxsize} requests)") from None
+        self._put(generation)
 
-    def close(self) -> None:
-        """Take no new work, finish what was accepted (each request ends by its deadline),
-        then stop the workers and their processes."""
-        self._accepting = False
-        for _ in self._threads:
-            self._queue.put(None)  # one stop per worker, after everything accepted
-        for thread in self._threads:
-            thread.join()
-        for generator in self.generators:
-            generator.close()
+    def _refuse(self, job: Generation, error: BaseException) -> None:
+        _end(job, error)
 
-    def _run(self, generator: Generator) -> None:
-        while (job := self._queue.get()) is not None:
+    def _serve(self, generator: Generator) -> None:
+        while (job := self._take()) is not None:
             try:
                 seconds = job.deadline - time.monotonic()
                 if seconds <= 0:
                     raise TimeoutError("the request's time ran out before it started")
-                request = GenerationRequest(
-                    job.prompt,
-                    job.max_new_tokens,
-                    job.temperature,
-                    job.top_p,
-                    job.seed,
-                    seconds=min(seconds, MAX_GENERATION_SECONDS),
-                )
+                request = replace(job.request, seconds=min(seconds, job.request.seconds))
                 reason = generator.generate(request, partial(_pass_on, job))
                 if reason == "timeout":
                     raise TimeoutError("the request's time ran out")

@@ -10,21 +10,33 @@ from pathlib import Path
 import torch
 
 from aiayn.accel import Profile
+from aiayn.accel.profiles import stepper_for
+from aiayn.accel.shortlist import Shortlist, ShortlistStepper
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.data.tokenizer_files import check_vocabularies, load_tokenizers
-from aiayn.decode.calibration import Calibration, read_calibration
 from aiayn.decode.constrained import Constraints
-from aiayn.decode.inputs import (
+from aiayn.models.transformer import Transformer
+from aiayn.modules.stepper import Precision, StepDecoder
+from aiayn.runtime import decoding_precision
+from aiayn.search_options import SearchOptions
+from aiayn.store import load_model
+from aiayn.text.case import in_known_case, is_shouted
+from aiayn.text.documents import Limits, translate_document
+from aiayn.text.documents.base import DEFAULT_LIMITS
+from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
+from aiayn.text.protect import ProtectError
+from aiayn.text.sentences import split_paragraph
+from aiayn.translate.batches import length_batches, pad, search
+from aiayn.translate.calibration import Calibration, read_calibration
+from aiayn.translate.inputs import (
     TranslationError,
     check_computes,
     check_lines,
     check_options,
     html_documents,
 )
-from aiayn.decode.search import length_batches, pad, search
-from aiayn.decode.shortlist import Shortlist, ShortlistStepper, check_shortlist, load_shortlist
-from aiayn.decode.stepper import Precision, StepDecoder, stepper_for
-from aiayn.decode.terms import (
+from aiayn.translate.shortlist_table import check_shortlist, load_shortlist
+from aiayn.translate.terms import (
     Translation,
     calibrated,
     constraints_of,
@@ -34,16 +46,6 @@ from aiayn.decode.terms import (
     mark,
     render_documents,
 )
-from aiayn.models.transformer import Transformer
-from aiayn.runtime import resolve_precision
-from aiayn.search_options import SearchOptions
-from aiayn.store import load_model
-from aiayn.text.case import in_known_case, is_shouted
-from aiayn.text.documents import Limits, translate_document
-from aiayn.text.documents.base import DEFAULT_LIMITS
-from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
-from aiayn.text.protect import ProtectError
-from aiayn.text.sentences import split_paragraph
 
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 UNKNOWN_LENGTH_RATIO = 1.0  # a model without one (older aiayn, imported): its pieces per
@@ -54,14 +56,14 @@ class Translator:
     """A model with its source and target tokenizers.
 
     ``packed=False``: decode through the model's own weights, not a packed copy
-    (``aiayn.decode.stepper_for``), for a model that is still training. ``length_ratio``:
+    (``aiayn.accel.profiles.stepper_for``), for a model that is still training. ``length_ratio``:
     target pieces per source piece on the training data (``TokenizerInfo.length_ratio``),
     which the length guard multiplies (``SearchOptions.max_len_ratio``); None: unknown.
     ``calibration``: what ``translate`` turns each confidence into (the model directory's
-    ``calibration.json``: an expected sentence chrF, ``aiayn.decode.calibration``); None:
+    ``calibration.json``: an expected sentence chrF, ``aiayn.translate.calibration``); None:
     the model's own confidence.
     ``shortlist``: the lexical table ``SearchOptions.shortlist`` decodes with
-    (``aiayn.decode.shortlist``); None: the model has none.
+    (``aiayn.accel.shortlist``); None: the model has none.
     """
 
     def __init__(
@@ -243,7 +245,7 @@ class Translator:
         target_token: str | None,
     ) -> list[list[Translation]]:
         """Natural sentences' translations, restored to natural text, with their protected
-        spans and glossary terms (``aiayn.decode.terms``); shouted ones in the case the
+        spans and glossary terms (``aiayn.translate.terms``); shouted ones in the case the
         model knows (``options.all_caps``)."""
         sentences, shouted = self._known_case(sentences, options)
         try:
@@ -361,7 +363,7 @@ class Translator:
         todo = [i for i, row in enumerate(sources) if len(row)]
         held = [i for i in todo if constraints is not None and constraints[i]]
         lengths = [len(row) + 1 for row in sources]
-        precision = resolve_precision(options.precision, self.device)  # auto: by the device
+        precision = decoding_precision(options.precision, self.device)  # auto: by the device
         stepper = self._stepper(precision)  # type: ignore[arg-type]
         for group, terms in ((sorted(set(todo) - set(held)), None), (held, constraints)):
             for batch in length_batches(group, lengths, options.batch_tokens):

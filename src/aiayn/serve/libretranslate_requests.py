@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from aiayn.decode.terms import Translation, pattern_problem
 from aiayn.errors import ConfigError
 from aiayn.search_options import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest
 from aiayn.text.glossary import Glossary, GlossaryError
+from aiayn.text.protect import pattern_problem
+from aiayn.translate.terms import Translation
 
 MAX_REQUEST_TERMS = 1_000  # glossary terms and patterns one request may send
 

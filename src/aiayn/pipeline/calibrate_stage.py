@@ -1,5 +1,5 @@
 """The pipeline's "calibrate confidence" stage: the confidence fitted to the validation
-split's sentence chrF (``aiayn.eval.calibrate``), decoded as the test sets are, into
+split's sentence chrF (``aiayn.eval.calibration_fit``), decoded as the test sets are, into
 ``model/calibration.json``; a confidence that does not rank its validation translations,
 or too few lines, is logged and left as the model's own."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
-from aiayn.decode.calibration import CALIBRATION_FILE, write_calibration
-from aiayn.decode.process import TranslatorProcess
-from aiayn.eval.calibrate import CalibrationError, calibrate
-from aiayn.pipeline.corpus import CorpusFiles, read_split
+from aiayn.eval.calibration_fit import CalibrationError, calibrate
+from aiayn.pipeline.recipe_corpus import CorpusFiles, read_split
 from aiayn.pipeline.stage_job import StageJob
+from aiayn.translate.calibration import CALIBRATION_FILE, write_calibration
+from aiayn.workers.translator_process import TranslatorProcess
 
 
 class CalibrationJob(StageJob, Protocol):

@@ -30,8 +30,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, ClassVar, TypeVar
 
-from aiayn.decode.translator import SearchOptions, Translation, TranslationError, Translator
 from aiayn.errors import AiaynError
+from aiayn.translate.translator import SearchOptions, Translation, TranslationError, Translator
 
 R = TypeVar("R")
 

@@ -1,38 +1,25 @@
-"""A vocabulary shortlist: each batch decodes over the target pieces its sources make likely,
-and the output projection, a step's largest product at large vocabularies, is computed
-over those rows only.
-
-For a batch, the pieces allowed are the union of the ``k`` likeliest translations of each
-of its source pieces (a lexical table from the training corpus, ``aiayn.data.lexicon``,
-written into the model directory by ``aiayn shortlist``), the table's most frequent target
-pieces, the special ids, and any glossary term's pieces: Marian's lexical shortlist
-(``--shortlist lex.s2t first best``), CTranslate2's vocabulary map (``use_vmap``). The
-search itself is unchanged: a step's scores are (N, V) with -inf outside the allowed
-pieces, log-probabilities normalised over them.
-
-Shapes: N rows, D d_model, K allowed pieces, V target vocabulary, V_s source vocabulary.
-"""
+"""A model directory's vocabulary shortlist table (``shortlist.safetensors``): built from the
+training corpus by ``aiayn shortlist`` and the pipeline's stage of that name
+(``aiayn.data.lexicon``'s lexical table over the pieces of the text as the model's
+``tokenizer.json`` prepares it), read back and checked against the model's vocabularies and the
+search asked for. The decoding over it is ``aiayn.accel.shortlist``."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 import numpy as np
 import torch
 from safetensors.numpy import load_file, save_file
-from torch import Tensor
 
-from aiayn.config import SpecialIds
+from aiayn.accel.shortlist import Shortlist
 from aiayn.data.corpus import read_lines
 from aiayn.data.lexicon import lexical_table
 from aiayn.data.tokenizer_files import load_tokenizers
-from aiayn.decode.inputs import TranslationError
 from aiayn.store import read_model_config
 from aiayn.text.preprocessing import TextProcessor
+from aiayn.translate.inputs import TranslationError
 
 SHORTLIST_FILE = "shortlist.safetensors"
 FREQUENT = 100  # the most frequent target pieces always allowed, unless told otherwise
@@ -41,30 +28,6 @@ LINES = 200_000  # sentence pairs a table is built from at most, unless told oth
 
 class ShortlistError(TranslationError):
     """A shortlist asked for that the model directory cannot give."""
-
-
-@dataclass(frozen=True)
-class Shortlist:
-    """A lexical table: ``best`` (V_s, K) int64 target ids of each source id, best first
-    (-1 where fewer), ``frequent`` (N,) int64 target ids, most frequent first."""
-
-    best: Tensor
-    frequent: Tensor
-
-    @property
-    def per_source(self) -> int:
-        """K: the most target pieces per source piece this table can allow."""
-        return self.best.size(1)
-
-    def rows(self, src: Tensor, k: int, specials: SpecialIds, extra: Iterable[int] = ()) -> Tensor:
-        """(K',) sorted target ids a batch of (B, S) sources decodes over: the ``k`` best of
-        each source id, the frequent ones, ``specials`` and ``extra`` (glossary pieces)."""
-        ids = src.unique().cpu()  # (U,) padding included: its row is the special ids
-        best = self.best[ids, :k].flatten()  # (U · k,)
-        special = (specials.pad, specials.unk, specials.bos, specials.eos)
-        fixed = torch.tensor([*special, *extra], dtype=torch.long)
-        rows = torch.cat([best[best >= 0], self.frequent, fixed]).unique()  # sorted
-        return rows.to(src.device)
 
 
 def check_shortlist(table: Shortlist | None, k: int, beam: int) -> None:
@@ -89,43 +52,6 @@ def check_shortlist(table: Shortlist | None, k: int, beam: int) -> None:
             f"beam {beam} is too large for the shortlist's {len(table.frequent)} frequent "
             f"pieces (at most {len(table.frequent) // 2})"
         )
-
-
-class Hidden(Protocol):
-    """What a shortlist needs of a stepper (``aiayn.modules.stepper.TransformerStepper``
-    and the fast profile's have it): a step's final states, and the logits of some rows of
-    the output projection."""
-
-    def start(self, src: Tensor) -> Any: ...
-
-    def hidden(self, tokens: Tensor, state: Any) -> tuple[Tensor, Any]: ...
-
-    def logits_over(self, rows: Tensor) -> Callable[[Tensor], Tensor]: ...
-
-    def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any: ...
-
-
-class ShortlistStepper:
-    """A ``StepDecoder`` whose scores cover only ``rows`` (K,) of the vocabulary of ``vocab``
-    pieces: the others are -inf, and log-probabilities are normalised over ``rows``."""
-
-    def __init__(self, inner: Hidden, rows: Tensor, vocab: int):
-        self.inner, self.rows, self.vocab = inner, rows, vocab
-        self.logits = inner.logits_over(rows)  # (N, D) -> (N, K)
-
-    def start(self, src: Tensor) -> Any:
-        return self.inner.start(src)
-
-    def step(self, tokens: Tensor, state: Any, *, normalize: bool = True) -> tuple[Tensor, Any]:
-        hidden, state = self.inner.hidden(tokens, state)  # (N, D)
-        logits = self.logits(hidden)  # (N, K) float32
-        if normalize:
-            logits = logits.log_softmax(dim=-1)
-        scores = logits.new_full((logits.size(0), self.vocab), float("-inf"))  # (N, V)
-        return scores.index_copy_(1, self.rows, logits), state
-
-    def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
-        return self.inner.reorder(state, index, sentences=sentences)
 
 
 def build_shortlist(

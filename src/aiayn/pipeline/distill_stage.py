@@ -39,11 +39,11 @@ from aiayn.config import DistillConfig
 from aiayn.config_io import model_config_of
 from aiayn.data.corpus import read_lines
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, read_tokenizer_info
-from aiayn.decode.pool import ProcessDied
-from aiayn.decode.process import DecoderSpec
-from aiayn.decode.shards import Shard, Translated, translate_shards
 from aiayn.errors import AiaynError, ConfigError
 from aiayn.files import remove_stale_temporaries, sha256_file, write_file
+from aiayn.workers.pool import ProcessDied
+from aiayn.workers.shards import Shard, Translated, translate_shards
+from aiayn.workers.translator_process import DecoderSpec
 
 MANIFEST = "manifest.json"
 SHARDS = "shards"

@@ -1,10 +1,10 @@
 """What a confidence means: a model's own confidence mapped to the sentence chrF its
 translations of that confidence score on held-out text.
 
-The model's own confidence (``aiayn.decode.terms.confidence``: the geometric mean of its
+The model's own confidence (``aiayn.translate.terms.confidence``: the geometric mean of its
 tokens' probabilities) ranks translations, but its value is no quality: a model that spreads
 its probability over many good wordings is unsure of each. A calibration, fitted on a
-validation set by ``aiayn calibrate`` (``aiayn.eval.calibrate``) and kept in the model
+validation set by ``aiayn calibrate`` (``aiayn.eval.calibration_fit``) and kept in the model
 directory as ``calibration.json``, maps it to the **expected sentence chrF** (0 to 1) of a
 translation with that confidence: a logistic curve of the mean token log-probability,
 ``sigmoid(slope * log(confidence) + intercept)`` with ``slope > 0``. It is monotone, so
@@ -20,7 +20,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aiayn.decode.inputs import TranslationError
+from aiayn.translate.inputs import TranslationError
 
 CALIBRATION_FILE = "calibration.json"
 TARGET = "expected sentence chrF (0 to 1)"  # what a calibrated confidence is
