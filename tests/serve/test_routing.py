@@ -127,3 +127,26 @@ def test_the_command_line_routes_each_line_and_pivots(models, multi30k_dir, tmp_
     )
     assert main([*argv, "--source", "de", "--target", "en", "-i", str(source)]) == 2
     assert "no model, nor two through en, for de-en" in capsys.readouterr().err
+
+
+def test_the_command_line_and_the_server_route_a_mixed_list_alike(
+    client, models, multi30k_dir, tmp_path
+):
+    """One routing (``aiayn.translate.routing``): the same list, with lines without a letter
+    among English and French ones, comes back the same from ``aiayn translate --source auto``
+    and from the server's ``source: auto``."""
+    from aiayn.cli import main
+
+    english = _lines(multi30k_dir / "test_2016_flickr.en.gz", 2)
+    french = _lines(multi30k_dir / "test_2016_flickr.fr.gz", 3)
+    mixed = [english[0], "2024", french[0], "42 %", french[1], english[1], french[2], "7."]
+    answer = client.post("/translate", json={"q": mixed, "source": "auto", "target": "de"})
+    assert answer.status_code == 200, answer.text
+    served = answer.json()
+    found = [d["language"] for d in served["detectedLanguage"]]
+    assert found == ["en", "fr", "fr", "fr", "fr", "en", "fr", "fr"]  # the others' most common
+    source, out = tmp_path / "mixed.txt", tmp_path / "mixed.de"
+    source.write_text("\n".join(mixed) + "\n", encoding="utf-8")
+    argv = ["translate", *(f"--model={m}" for m in models.values()), "--beam", "2"]
+    assert main([*argv, "--target", "de", "-i", str(source), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines() == served["translatedText"]

@@ -22,6 +22,7 @@ from aiayn.workers.translator_process import (
     ChildProcess,
     DecoderCrashed,
     DecoderSpec,
+    serve_pipe,
     set_up_child,
 )
 
@@ -107,29 +108,17 @@ class GeneratorProcess(ChildProcess):
 def _generate_requests(conn: Connection, spec: DecoderSpec) -> None:
     """The generating process: load the model, then answer requests until told to stop."""
     set_up_child(spec)
-    try:
+
+    def load() -> tuple:
         model, _ = load_language_model(spec.model, device=spec.device, profile=spec.profile)
-    except Exception as e:
-        conn.send(("error", str(e)))
-        return
-    conn.send(("ready", model.specials.eos))
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return
-        if request is None:
-            return
+        return model, model.specials.eos
+
+    def reply(model, request) -> tuple | None:
         if request == STOP:  # a stop that crossed the generation's end
-            continue
-        try:
-            conn.send(("end", _generate_one(conn, model, request)))
-        except GenerationError as e:
-            conn.send(("invalid", str(e)))
-        except (EOFError, OSError):
-            return
-        except Exception as e:
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+            return None
+        return ("end", _generate_one(conn, model, request))
+
+    serve_pipe(conn, load, reply, GenerationError)
 
 
 def _generate_one(conn: Connection, model, request: GenerationRequest) -> str:

@@ -208,15 +208,23 @@ class TranslatorProcess(ChildProcess):
         return payload
 
 
-def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
-    """The decoding process: load the model, then answer batches until told to stop."""
-    set_up_child(spec)
+def serve_pipe(
+    conn: Connection,
+    load: Callable[[], tuple[Any, Any]],
+    answer: Callable[[Any, Any], tuple | None],
+    invalid: type[Exception],
+) -> None:
+    """A worker process's life after its set-up: load its model (``load`` gives it and what
+    the ``ready`` message tells the parent; a failure is its ``error``), then answer each
+    request until the parent closes the pipe or sends None. ``answer(model, request)`` is
+    the reply (None: none); an ``invalid`` error is answered ``invalid``, any other error
+    ``error``, and a broken pipe ends the process."""
     try:
-        translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
+        model, ready = load()
     except Exception as e:
         conn.send(("error", str(e)))
         return
-    conn.send(("ready", None))
+    conn.send(("ready", ready))
     while True:
         try:
             request = conn.recv()
@@ -225,13 +233,29 @@ def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
         if request is None:
             return
         try:
-            answer = _answer(translator, request)
-        except TranslationError as e:
+            reply = answer(model, request)
+        except invalid as e:
             conn.send(("invalid", str(e)))
+        except (EOFError, OSError):
+            return
         except Exception as e:
             conn.send(("error", f"{type(e).__name__}: {e}"))
         else:
-            conn.send(("ok", answer))
+            if reply is not None:
+                conn.send(reply)
+
+
+def _decode_batches(conn: Connection, spec: DecoderSpec) -> None:
+    """The decoding process: load the model, then answer batches until told to stop."""
+    set_up_child(spec)
+
+    def load() -> tuple[Translator, None]:
+        return Translator.from_dir(spec.model, device=spec.device, profile=spec.profile), None
+
+    def reply(translator: Translator, request: tuple) -> tuple:
+        return ("ok", _answer(translator, request))
+
+    serve_pipe(conn, load, reply, TranslationError)
 
 
 def _answer(translator: Translator, request: tuple) -> Any:
