@@ -86,8 +86,13 @@ def text(book: Any) -> str:
     return nbformat.writes(book) + "\n"
 
 
+EXECUTED = "executed.ipynb"  # the notebook as it ran, its outputs and pictures in it
+
+
 def execute(book: Any, figures: Path, *, timeout: int = 600) -> None:
-    """Run every cell of ``book`` in a fresh kernel, its pictures written to ``figures``.
+    """Run every cell of ``book`` in a fresh kernel as a reader's Jupyter does (the pictures
+    shown inline, in its outputs), also writing them to ``figures``, with the executed
+    notebook (``EXECUTED``).
 
     Raises:
         nbclient.exceptions.CellExecutionError: a cell failed (the error names the cell).
@@ -104,6 +109,7 @@ def execute(book: Any, figures: Path, *, timeout: int = 600) -> None:
             kernel_name="python3",
             resources={"metadata": {"path": str(figures)}},
         ).execute()
+        (figures / EXECUTED).write_text(text(book), encoding="utf-8")
     finally:
         if previous is None:
             os.environ.pop("AIAYN_FIGURES", None)

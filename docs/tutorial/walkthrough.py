@@ -19,8 +19,8 @@
 # Jupyter (`docs/tutorial/tutorial.ipynb` is this file as a notebook), with aiayn installed
 # and nothing of its extras.
 #
-# The pictures go to `$AIAYN_FIGURES` (default `figures/`); the documentation's build runs
-# this notebook to draw the tutorial's pictures.
+# In Jupyter each picture shows under its cell; with `$AIAYN_FIGURES` set, each is also written
+# there (the documentation's build runs this notebook to draw the tutorial's pictures).
 #
 # Shapes: B batch, S source length, T target length, D d_model, H heads, Dh = D / H, V
 # vocabulary.
@@ -52,7 +52,14 @@ from aiayn.viz import (
     smoothing_figure,
 )
 
-FIGURES = Path(os.environ.get("AIAYN_FIGURES", "figures"))
+FIGURES = os.environ.get("AIAYN_FIGURES")  # where the pictures are also written, if anywhere
+
+
+def show(figure, name: str) -> None:
+    """The figure, shown under the cell in Jupyter; written to $AIAYN_FIGURES/name if set."""
+    if FIGURES:
+        save_figure(figure, Path(FIGURES) / name, close=False)
+
 torch.manual_seed(0)
 torch.set_num_threads(1)  # a small model: one thread is as fast, and fair to a busy machine
 
@@ -78,7 +85,7 @@ cfg = ModelConfig(
 model = build_model(cfg, profile="reference")
 D, H = cfg.d_model, cfg.n_heads
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
-save_figure(architecture_figure(model), FIGURES / "figure1.png")  # Figure 1, from the modules
+show(architecture_figure(model), "figure1.png")  # Figure 1, from the modules
 
 # Two source sentences, the second padded; the targets start with <s>.
 src = torch.tensor([[5, 6, 7, 8, 9, EOS_ID], [5, 6, 7, EOS_ID, PAD_ID, PAD_ID]])  # (B, S)
@@ -98,7 +105,7 @@ src_mask = masks.padding_mask(src, PAD_ID)
 tgt_mask = masks.decoder_self_mask(tgt, PAD_ID)
 assert src_mask.shape == (B, 1, 1, S) and tgt_mask.shape == (B, 1, T, T)
 print("source mask", tuple(src_mask.shape), "target mask", tuple(tgt_mask.shape))
-save_figure(masks_figure(src, tgt, pad_id=PAD_ID), FIGURES / "masks.png")
+show(masks_figure(src, tgt, pad_id=PAD_ID), "masks.png")
 
 # %% [markdown]
 # ## §3.4 Embeddings, §3.5 positional encoding
@@ -109,7 +116,7 @@ save_figure(masks_figure(src, tgt, pad_id=PAD_ID), FIGURES / "masks.png")
 x = model.src_embed(src)
 assert x.shape == (B, S, D)
 print("embedded source", tuple(x.shape))
-save_figure(positional_figure(d_model=D, length=50), FIGURES / "positional.png")
+show(positional_figure(d_model=D, length=50), "positional.png")
 
 # %% [markdown]
 # ## §3.2.1–3.2.2 Scaled dot-product attention, many heads
@@ -169,7 +176,7 @@ print("cached decoding == whole-target decoding at every real position")
 # ε_ls / V on every other token, read here from the loss's own gradient.
 
 # %%
-save_figure(schedule_figure(), FIGURES / "schedules.png")
+show(schedule_figure(), "schedules.png")
 peak = noam_lr(4000, d_model=512, warmup_steps=4000)
 assert math.isclose(peak, 512**-0.5 * 4000**-0.5)  # the top: step = warmup_steps
 rising, falling = (noam_lr(s, d_model=512, warmup_steps=4000) for s in (2000, 8000))
@@ -177,7 +184,7 @@ assert rising < peak and falling < peak
 target = smoothed_target(VOCAB, 5, 0.1)  # (V,)
 assert math.isclose(target[5].item(), 0.9 + 0.1 / VOCAB, rel_tol=1e-5)
 assert math.isclose(target[0].item(), 0.1 / VOCAB, rel_tol=1e-4)
-save_figure(smoothing_figure(vocab_size=VOCAB, target=5, epsilon=0.1), FIGURES / "smoothing.png")
+show(smoothing_figure(vocab_size=VOCAB, target=5, epsilon=0.1), "smoothing.png")
 print(f"peak lr {peak:.6f}; smoothed target {target[5]:.4f} on the reference, {target[0]:.4f} else")
 
 # %% [markdown]
@@ -279,7 +286,7 @@ assert data.encoder.shape == (L, H, S1, S1) and data.decoder.shape == (L, H, T1,
 assert data.cross.shape == (L, H, T1, S1)
 assert (data.decoder[:, :, 0, 1:] == 0).all()  # the first position sees only itself
 for kind in ("encoder", "decoder", "cross"):
-    save_figure(attention_figure(data, kind), FIGURES / f"{kind}_attention.png")
+    show(attention_figure(data, kind), f"{kind}_attention.png")
 # the copy: in the last layer, some head puts most of output i's weight on source i
 diagonal = data.cross[-1][:, range(LENGTH), range(LENGTH)].mean(axis=1)  # (H,)
 print("last layer's mean weight on the copied position, per head:", diagonal.round(2))
@@ -370,4 +377,4 @@ assert largest[512][1] > 0.8 and largest[512][1] > largest[64][1] > largest[16][
 assert no_scale_accuracy > 0.9  # at d_k = 16 the copy is still learned
 
 # %%
-print("figures in", FIGURES)
+print("pictures also written to", FIGURES or "nowhere (AIAYN_FIGURES is not set)")

@@ -95,6 +95,21 @@ def test_the_notebook_ran_top_to_bottom_within_three_minutes(site):
 
 
 @pytest.mark.slow
+def test_the_executed_notebook_shows_its_pictures_and_prints_no_path(site):
+    """Run as a reader's Jupyter runs it, the notebook holds every picture it draws, inline
+    under its cell, and no cell's output is a bare path (a file written instead of shown)."""
+    import nbformat
+
+    (executed,) = (site.parent / "cache").glob("figures-*/executed.ipynb")
+    book = nbformat.reads(executed.read_text(encoding="utf-8"), as_version=4)
+    outputs = [o for cell in book.cells if cell.cell_type == "code" for o in cell.outputs]
+    pictures = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(pictures) == len(build.FIGURES)
+    texts = [o.get("data", {}).get("text/plain", "") for o in outputs]
+    assert not [t for t in texts if "PosixPath(" in t]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("language", languages())
 def test_each_language_has_its_tutorial_with_the_source_the_pictures_and_a_switcher(site, language):
     page = site / language / "tutorial" / "paper" / "index.html"

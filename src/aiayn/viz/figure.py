@@ -1,7 +1,9 @@
-"""Lazy, headless matplotlib."""
+"""Lazy matplotlib: shown inline in Jupyter, headless (Agg) everywhere else; a figure is written
+to a file only when asked (``save_figure``)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,12 @@ class PlotError(AiaynError, ValueError):
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` with the Agg backend (no display needed)."""
+    """``matplotlib.pyplot``: in a Jupyter kernel with the backend the kernel chose (its
+    inline backend shows each figure under its cell), elsewhere Agg (no display needed)."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    if "ipykernel" not in sys.modules:
+        matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
@@ -40,10 +44,12 @@ def check_figure_path(path: str | Path) -> Path:
     return path
 
 
-def save_figure(figure: Any, path: str | Path, *, dpi: int = 110) -> Path:
-    """Write ``figure`` as PNG or SVG (by the file's extension) and close it."""
+def save_figure(figure: Any, path: str | Path, *, dpi: int = 110, close: bool = True) -> Path:
+    """Write ``figure`` as PNG or SVG (by the file's extension); close it unless ``close`` is
+    false (a notebook that also shows it)."""
     path = check_figure_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=dpi, bbox_inches="tight")
-    pyplot().close(figure)
+    if close:
+        pyplot().close(figure)
     return path
