@@ -1,7 +1,9 @@
-# Sourced by run.sh and test.sh: create the virtual environment .venv in the repository root
-# (once), install PyTorch and then aiayn into it, and activate it. Works where pip refuses to
-# install into the system's Python (PEP 668: Debian 12+, Ubuntu 23.04+, Homebrew).
-#   source scripts/venv.sh EXTRA   # EXTRA: "" for the library, "dev" for the tests and docs
+# Create the virtual environment .venv in the repository root (once), install PyTorch and then
+# aiayn into it. Works where pip refuses to install into the system's Python (PEP 668: Debian
+# 12+, Ubuntu 23.04+, Homebrew).
+#   bash scripts/venv.sh [EXTRA]     # install only: EXTRA "serve" for the server, "dev" for
+#                                    # the tests and docs; then: source .venv/bin/activate
+#   source scripts/venv.sh EXTRA     # run.sh and test.sh: install, and activate it
 # Afterwards, in a shell of your own: source .venv/bin/activate
 venv_python="${AIAYN_PYTHON:-python3}"
 if ! "$venv_python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
@@ -31,3 +33,8 @@ fi
 python -m pip install --quiet --no-compile ${torch_index:+--extra-index-url "$torch_index"} torch==2.13.0
 python -m pip install --quiet --no-compile -e ".${1:+[$1]}"
 python -m compileall -qq -j 0 .venv/lib || true
+# run as a command (the install-only one): say what is installed and how to use it
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    python -c "import importlib.metadata as m, torch; print('installed in .venv: aiayn', m.version('aiayn') + ', PyTorch', torch.__version__)"
+    echo "use it in your shell: source .venv/bin/activate"
+fi

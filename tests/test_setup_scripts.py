@@ -101,6 +101,22 @@ def test_test_sh_reuses_the_venv_and_installs_the_dev_extra(clone):
     assert calls[-1].endswith(" tests/test_masks.py")
 
 
+def test_venv_sh_alone_only_installs_and_says_how_to_activate(clone):
+    """``bash scripts/venv.sh serve``, the install-only command: .venv with PyTorch (its CPU
+    build from PyTorch's index where no NVIDIA GPU is found) and aiayn with the extra asked
+    for, nothing run, and the line that activates it."""
+    root, env = clone
+    done = _run(root, env, "scripts/venv.sh", "serve")
+    assert done.returncode == 0, done.stderr
+    assert _calls(env) == [
+        "python3 -m venv .venv",
+        f"venv-python -m pip install --quiet --no-compile {CPU_INDEX}torch==2.13.0",
+        "venv-python -m pip install --quiet --no-compile -e .[serve]",
+        "venv-python -m compileall -qq -j 0 .venv/lib",
+    ]
+    assert "source .venv/bin/activate" in done.stdout
+
+
 def test_without_python3_venv_the_scripts_say_what_to_install(clone):
     root, env = clone
     done = _run(root, {**env, "NO_VENV": "1"}, "scripts/run.sh")
