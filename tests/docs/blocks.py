@@ -12,6 +12,10 @@ HTML comment on the line before a fence changes that:
 - ``<!-- test: once (why) -->``: a document's first runnable block, the quick try that makes
   what the guide works on (a small model); run once for all the documents that start with
   the same block, whose scratch directories get a copy of the files it made.
+- ``<!-- test: output -->``: on a ``text`` block right after a runnable one, what that block
+  prints (its standard output and error): each line shown is a line it prints, in order
+  (an excerpt may leave lines out, a ``...`` line says so), numbers allowed to differ
+  (``shown_in``).
 
 A document's blocks run in order, in a fresh scratch directory outside the repository that
 holds the repository's ``configs/`` (what a clone gives) and nothing else: what a block
@@ -27,7 +31,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = {"python", "bash"}
-MARK = re.compile(r"<!-- test: (?P<mark>skip|background|once)(?: \((?P<why>[^)]*)\))? -->")
+MARK = re.compile(r"<!-- test: (?P<mark>skip|background|once|output)(?: \((?P<why>[^)]*)\))? -->")
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w-]*)[^\n]*$")
 TRANSLATION = re.compile(r"\.(?P<language>[a-z]{2})\.md$")  # page.ko.md: page.md in Korean
 
@@ -52,6 +57,24 @@ class Block:
 
     def __str__(self) -> str:
         return f"{self.document.relative_to(REPO)}:{self.line}"
+
+
+def _shape(line: str) -> str:
+    """A line with every number as ``#`` and its spacing folded: what must match."""
+    return " ".join(NUMBER.sub("#", line).split())
+
+
+def shown_in(shown: str, printed: str) -> str | None:
+    """None when every line of ``shown`` (an output block) is a line of ``printed``, in
+    order, numbers aside (``...`` lines skipped); else the first line that is not."""
+    lines = iter(_shape(line) for line in printed.splitlines())
+    for line in shown.splitlines():
+        if not line.strip() or line.strip() == "...":
+            continue
+        want = _shape(line)
+        if not any(got == want for got in lines):
+            return line
+    return None
 
 
 def translation_of(page: Path) -> Path | None:

@@ -25,7 +25,7 @@ import pytest
 from filelock import FileLock
 
 from ..conftest import data_dir
-from .blocks import REPO, Block, blocks, documents
+from .blocks import REPO, Block, blocks, documents, shown_in
 
 RUNNABLE = [d for d in documents() if any(b.runs for b in blocks(d))]
 PORT = re.compile(r"(?<=:)5000\b|(?<=--port )5000\b")
@@ -81,17 +81,20 @@ def _wait_for(url: str, proc: subprocess.Popen, where: str) -> None:
         time.sleep(0.2)
 
 
-def _run_python(code: str, cwd: Path, where: str) -> None:
-    previous = Path.cwd()
+def _run_python(code: str, cwd: Path, where: str) -> str:
+    """What the block prints."""
+    previous, printed = Path.cwd(), io.StringIO()
     os.chdir(cwd)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(printed):
             exec(compile(code, where, "exec"), {"__name__": "__main__"})
     finally:
         os.chdir(previous)
+    return printed.getvalue()
 
 
-def _run_bash(code: str, cwd: Path, where: str) -> None:
+def _run_bash(code: str, cwd: Path, where: str) -> str:
+    """What the block prints, standard output then standard error."""
     done = subprocess.run(
         ["bash", "-eu", "-c", code],  # as a shell runs it: `zcat F | head` is fine
         cwd=cwd,
@@ -101,6 +104,7 @@ def _run_bash(code: str, cwd: Path, where: str) -> None:
         timeout=600,
     )
     assert done.returncode == 0, f"{where}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
 
 
 def _run_once(block: Block, workdir: Path, cache: Path) -> None:
@@ -117,6 +121,18 @@ def _run_once(block: Block, workdir: Path, cache: Path) -> None:
     shutil.copytree(made / "files", workdir, symlinks=True, dirs_exist_ok=True)
 
 
+def shown_outputs(document: Path) -> dict[int, Block]:
+    """The output blocks of ``document``, by the line of the runnable block each shows."""
+    found, previous = {}, None
+    for block in blocks(document):
+        if block.mark == "output":
+            assert previous is not None and previous.runs, f"{block}: follows no run block"
+            assert previous.mark not in ("once", "background"), f"{block}: after {previous.mark}"
+            found[previous.line] = block
+        previous = block
+    return found
+
+
 def test_the_documents_have_runnable_blocks():
     assert REPO / "README.md" in RUNNABLE
     for document in documents():
@@ -127,6 +143,15 @@ def test_the_documents_have_runnable_blocks():
             assert block.mark != "once" or block == runnable[0], f"{block}: once, not first"
         for block in runnable:
             assert not UNFETCHED.search(block.code), f"{block}: fetch the corpus (aiayn data)"
+        shown_outputs(document)  # each follows a block that runs
+
+
+def test_an_output_block_matches_what_is_printed_numbers_aside():
+    printed = "loaded in 3.2s\nBLEU = 12.34 (n=1,000)\nwritten: out.de\n"
+    assert shown_in("loaded in 1.0s\n...\nwritten: out.de\n", printed) is None
+    assert shown_in("BLEU = 40.1 (n=29,000)", printed) is None
+    assert shown_in("written: out.fr", printed) == "written: out.fr"
+    assert shown_in("written: out.de\nloaded in 3.2s", printed) == "loaded in 3.2s"  # order
 
 
 def _case(document: Path):
@@ -150,15 +175,17 @@ def test_code_blocks_run(document, workdir, once_cache):
         pytest.skip(f"no local copy of the corpora at {data_dir()} (set AIAYN_DATA_DIR)")
     port = _free_port()
     background: list[subprocess.Popen] = []
+    output_of = shown_outputs(document)
     try:
         for block in blocks(document):
             if not block.runs:
                 continue
+            printed = ""
             code = PORT.sub(str(port), block.code)
             if block.mark == "once":
                 _run_once(block, workdir, once_cache)
             elif block.lang == "python":
-                _run_python(code, workdir, str(block))
+                printed = _run_python(code, workdir, str(block))
             elif block.mark == "background":
                 proc = subprocess.Popen(
                     ["bash", "-c", f"exec {code.strip()}"],
@@ -171,7 +198,13 @@ def test_code_blocks_run(document, workdir, once_cache):
                 background.append(proc)
                 _wait_for(f"http://127.0.0.1:{port}/health", proc, str(block))
             else:
-                _run_bash(code, workdir, str(block))
+                printed = _run_bash(code, workdir, str(block))
+            if keep := os.environ.get("AIAYN_DOCS_PRINTED"):  # to write output blocks from
+                name = f"{block.document.relative_to(REPO)}:{block.line}".replace("/", "_")
+                Path(keep, name + ".txt").write_text(printed, encoding="utf-8")
+            if shown := output_of.get(block.line):
+                missing = shown_in(shown.code, printed)
+                assert missing is None, f"{shown}: not printed by {block}: {missing!r}\n{printed}"
     finally:
         for proc in background:
             if proc.poll() is None:
