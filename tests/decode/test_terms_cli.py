@@ -80,3 +80,20 @@ def test_bad_values_are_one_line_and_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert len(err) == 1 and message in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.parametrize("beam", ["1", "2"])
+def test_adjacent_placeholders_come_back_whole_and_in_order(
+    trained_model_dir, tmp_path, beam, capsys
+):
+    """Format strings survive: ``%s%d`` and ``{count}{unit}`` come back as they were, in
+    their order, whatever the model does with their stand-in."""
+    source = tmp_path / "in.txt"
+    source.write_text(
+        "the dog found %s%d bones in the park .\ntotal : {count}{unit} for the dog .\n",
+        encoding="utf-8",
+    )
+    argv = ["translate", "--model", str(trained_model_dir), "-i", str(source), "--beam", beam]
+    assert main(argv) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert "%s%d" in first and "{count}{unit}" in second

@@ -54,12 +54,43 @@ def test_a_sentinel_is_found_only_as_a_word_of_its_own():
 
 
 def test_many_spans_in_one_sentence_get_a_sentinel_each():
-    sentence = " ".join(f"{{{n}}}" for n in range(len(SENTINELS)))
+    sentence = " ".join(f"{{{n}}} and" for n in range(len(SENTINELS)))
     masked = mask(sentence, BUILT_IN)
     assert len({s.sentinel for s in masked.spans}) == len(SENTINELS)
     assert masked.restore(masked.text) == sentence
     with pytest.raises(ProtectError, match=f"more than {len(SENTINELS)} protected spans"):
         mask(sentence + " {x}", BUILT_IN)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "A dog found %s%d bones in the park.",
+        "Total: {count}{unit} for the dog.",
+        "Hello {a}{b}, welcome.",
+        "Run `make` `test` now.",
+        "See {{x}} {{y}}  ${HOME} here.",  # spacing between them kept as it was
+    ],
+)
+def test_spans_with_only_spacing_between_come_back_as_one_run_in_order(sentence):
+    masked = mask(sentence, BUILT_IN)
+    assert len(masked.spans) == 1
+    (run,) = masked.spans
+    dropped = " ".join(w for w in masked.text.split() if w.strip(",.") != run.sentinel)
+    assert run.text in masked.restore(dropped)  # the model dropped the sentinel
+    assert masked.restore(masked.text) == sentence
+
+
+def test_dropped_spans_come_back_in_their_order_wherever_they_land():
+    """30 placeholders between words, every sentinel dropped by the model: each comes back
+    once, in the sentence's order (several landing between the same two words too)."""
+    sentence = " ".join(f"{{p{i}}} w{i}" for i in range(30))
+    masked = mask(sentence, BUILT_IN)
+    sentinels = {s.sentinel for s in masked.spans}
+    restored = masked.restore("w0 w1 w2.")  # a much shorter translation
+    found = [w.rstrip(".") for w in restored.split() if w.startswith("{")]
+    assert found == [f"{{p{i}}}" for i in range(30)]
+    assert not sentinels & set(restored.split())
 
 
 def test_restoring_puts_each_span_back_exactly_once_wherever_the_sentinel_went():

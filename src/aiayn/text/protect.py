@@ -70,10 +70,15 @@ class Masked:
 
     def restore(self, translation: str) -> str:
         """``translation`` with each sentinel replaced by its span, exactly once (the first
-        occurrence; copies are dropped, a missing one put where it stood in the sentence)."""
+        occurrence; copies are dropped, the missing ones put where they stood in the
+        sentence, in their order)."""
+        missing = []
         for span in self.spans:
-            translation = _put_back(translation, span)
-        return translation
+            if _word(span.sentinel).search(translation) is None:
+                missing.append(span)
+            else:
+                translation = _put_back(translation, span)
+        return _put_where_they_stood(translation, missing)
 
 
 @lru_cache(maxsize=256)
@@ -111,11 +116,7 @@ def mask(sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "") -
             raise ProtectError(
                 f"{where}protect pattern {pattern.pattern!r} ran over {MATCH_SECONDS:g}s"
             ) from None
-    chosen, end = [], 0
-    for start, stop in sorted((s, -e) for s, e in found if e > s):
-        if start >= end:
-            chosen.append((start, -stop))
-            end = -stop
+    chosen = _runs(sentence, found)
     free = [n for n in SENTINELS if not _word(n).search(sentence)]
     if len(chosen) > len(free):
         raise ProtectError(f"{where}more than {len(free)} protected spans in one sentence")
@@ -130,6 +131,22 @@ def mask(sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "") -
     pieces.append(sentence[last:])
     _check_balanced("".join(p if i % 2 == 0 else " " for i, p in enumerate(pieces)), where)
     return Masked("".join(pieces), tuple(spans))
+
+
+def _runs(sentence: str, found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans to protect, in order: of overlapping matches the leftmost, then the longest;
+    spans with nothing but spacing between them (``%s%d``, ``{a} {b}``) joined into one run,
+    which comes back whole, in its order, with its spacing."""
+    chosen: list[tuple[int, int]] = []
+    for start, stop in sorted((s, -e) for s, e in found if e > s):
+        stop = -stop
+        if chosen and start < chosen[-1][1]:
+            continue  # inside or across one already chosen
+        if chosen and not sentence[chosen[-1][1] : start].strip():
+            chosen[-1] = (chosen[-1][0], stop)
+        else:
+            chosen.append((start, stop))
+    return chosen
 
 
 @lru_cache(maxsize=256)
@@ -166,8 +183,6 @@ def _check_balanced(rest: str, where: str) -> None:
 
 def _put_back(text: str, span: Span) -> str:
     first = _word(span.sentinel).search(text)
-    if first is None:
-        return _put_where_it_stood(text, span)
     before, after = text[: first.start()], text[first.end() :]
     after = regex.sub(rf"\s?{_word(span.sentinel).pattern}", "", after)  # copies dropped
     if span.tight[0]:
@@ -177,13 +192,20 @@ def _put_back(text: str, span: Span) -> str:
     return before + span.text + after
 
 
-def _put_where_it_stood(text: str, span: Span) -> str:
-    """``text`` with ``span`` put among its words where it stood in the sentence (``at``),
-    before the final punctuation."""
+def _put_where_they_stood(text: str, spans: list[Span]) -> str:
+    """``text`` with ``spans`` (in the sentence's order) put among its words where each
+    stood in the sentence (``at``), before the final punctuation; spans that land between
+    the same two words keep their order."""
+    if not spans:
+        return text
     end = FINAL_PUNCTUATION.search(text).start()
     words = text[:end].split(" ") if text[:end] else []
-    at = int(span.at * len(words) + 0.5)  # halves round up
-    return " ".join([*words[:at], span.text, *words[at:]]) + text[end:]
+    places = [int(span.at * len(words) + 0.5) for span in spans]  # halves round up
+    out: list[str] = []
+    for i in range(len(words) + 1):
+        out += [span.text for span, place in zip(spans, places, strict=True) if place == i]
+        out += words[i : i + 1]
+    return " ".join(out) + text[end:]
 
 
 def pattern_problem(patterns: tuple[str, ...]) -> str | None:
