@@ -164,3 +164,37 @@ def test_translate_answers_each_line_of_a_pipe_that_stays_open(trained_model_dir
     assert answers == [
         h[0].text for h in translator.translate(["the dog runs", "a cat sleeps"], GREEDY)
     ]
+
+
+def test_text_without_a_letter_is_given_back_as_it_is(translator):
+    """Numbers, dates, prices and codes pass through untranslated, as lines, as sentences
+    of a line, and as HTML text (a model would invent words for them)."""
+    numbers = ["2024", "42 %", "12.05.2024", "€ 120,00", "#7 / 3:15", "1 2 3 4 5"]
+    found = translator.translate([*numbers, "the dog runs"], GREEDY)
+    assert [hyps[0].text for hyps in found[:-1]] == numbers
+    assert all(hyps[0].confidence == 1.0 for hyps in found[:-1])
+    assert found[-1][0].text and found[-1][0].text != "the dog runs"
+    (line,) = translator.translate(["the dog runs\n2024\nthe cat sleeps"], GREEDY)
+    assert "\n2024\n" in line[0].text
+    html = SearchOptions(beam=1, format="html")
+    (page,) = translator.translate(["<table><tr><td>2024</td><td>42</td></tr></table>"], html)
+    assert "<td>2024</td><td>42</td>" in page[0].text
+
+
+def test_a_document_s_number_only_cell_stays_a_number(translator):
+    docx = pytest.importorskip("docx")
+    import io
+
+    from aiayn.text.documents import Limits
+
+    document = docx.Document()
+    document.add_paragraph("the dog runs")
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "the cat sleeps", "42"
+    data = io.BytesIO()
+    document.save(data)
+    out = translator.translate_document(
+        data.getvalue(), "docx", GREEDY, what="t.docx", limits=Limits()
+    )
+    cells = docx.Document(io.BytesIO(out)).tables[0].rows[0].cells
+    assert cells[1].text == "42"

@@ -223,3 +223,19 @@ def render_documents(
             alternatives.append(Translation(text, score, [], mean_confidence(chosen)))
         results.append(alternatives)
     return results
+
+
+def worded_only(
+    sentences: list[str],
+    places: list[str],
+    translate: Callable[[list[str], list[str]], list[list[Translation]]],
+) -> list[list[Translation]]:
+    """``translate(sentences, places)`` for the sentences with a letter; one without (a
+    number, a date, a code, a price) is given back as it is, confidence 1: there is nothing
+    to translate in it, and a model would invent words for it."""
+    worded = [i for i, s in enumerate(sentences) if any(c.isalpha() for c in s)]
+    found = iter(translate([sentences[i] for i in worded], [places[i] for i in worded]))
+    keep = set(worded)
+    return [
+        next(found) if i in keep else [Translation(s, 0.0, [])] for i, s in enumerate(sentences)
+    ]

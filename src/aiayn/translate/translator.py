@@ -45,6 +45,7 @@ from aiayn.translate.terms import (
     keep_confident,
     mark,
     render_documents,
+    worded_only,
 )
 
 LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
@@ -237,6 +238,16 @@ class Translator:
         return [[calibrated(h, self.calibration) for h in hyps] for hyps in found]
 
     def _translate_sentences(
+        self, sentences: list[str], places: list[str], options: SearchOptions, warn, target_token
+    ) -> list[list[Translation]]:
+        """Natural sentences' translations; one without a letter is kept (``worded_only``)."""
+        return worded_only(
+            sentences,
+            places,
+            lambda s, p: self._translate_worded(s, p, options, warn, target_token),
+        )
+
+    def _translate_worded(
         self,
         sentences: list[str],
         places: list[str],
