@@ -195,3 +195,63 @@ def test_too_many_bytes_members_or_cues():
     cues = "".join(f"{k}\n00:00:0{k},000 --> 00:00:0{k},500\nline {k}\n\n" for k in range(1, 4))
     with pytest.raises(DocumentTooLarge, match="3 cues, more than the limit of 2"):
         translate_document(cues.encode(), "srt", shout, limits=Limits(max_parts=2))
+
+
+def _damaged(source: bytes, name: str) -> bytes:
+    """``source``'s package with member ``name`` stored and one byte of it changed: its
+    checksum no longer matches (what a truncated download or a bad disk gives)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(source)) as old, zipfile.ZipFile(out, "w") as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == name:
+                item.compress_type = zipfile.ZIP_STORED
+            new.writestr(item, data)
+    raw = bytearray(out.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as package:
+        info = package.getinfo(name)
+    header = struct.unpack("<IHHHHHIIIHH", raw[info.header_offset : info.header_offset + 30])
+    start = info.header_offset + 30 + header[9] + header[10]  # past the name and extra field
+    raw[start] ^= 0x01
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "member"),
+    [
+        ("docx", docx_bytes, "word/document.xml"),
+        ("pptx", pptx_bytes, "ppt/slides/slide1.xml"),
+        ("odt", odt_bytes, "mimetype"),
+        ("odt", odt_bytes, "content.xml"),
+        ("odp", odp_bytes, "mimetype"),
+        ("epub", epub_bytes, "mimetype"),
+        ("epub", epub_bytes, "EPUB/chap_01.xhtml"),
+    ],
+)
+def test_a_damaged_member_of_any_zip_format_is_one_line(name, make, member):
+    damaged = _damaged(make(), member)
+    with pytest.raises(DocumentError, match=f"^x.{name}: {re.escape(member)} is damaged"):
+        translate_document(damaged, name, shout, what=f"x.{name}")
+
+
+@pytest.mark.parametrize(("name", "make"), [("odt", odt_bytes), ("odp", odp_bytes)])
+def test_an_opendocument_without_its_mimetype_is_one_line(name, make):
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(make())) as old, zipfile.ZipFile(out, "w") as new:
+        for item in old.infolist():
+            if item.filename != "mimetype":
+                new.writestr(item, old.read(item))
+    with pytest.raises(DocumentError, match=f"^x.{name}: not an? .*no mimetype"):
+        translate_document(out.getvalue(), name, shout, what=f"x.{name}")
+
+
+@pytest.mark.parametrize(
+    ("page", "words"),
+    [
+        ("<div>" * 300 + "deep" + "</div>" * 300, "nested deeper than"),
+        ("<p>a</p>" * 100_001, "more than 100,000 elements"),
+    ],
+)
+def test_html_too_deep_or_too_large_is_one_line(page, words):
+    with pytest.raises(DocumentError, match=f"^x.html: .*{words}"):
+        translate_document(page.encode(), "html", shout, what="x.html", limits=Limits())

@@ -8,6 +8,7 @@ import contextlib
 import copy
 import io
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -127,11 +128,13 @@ def check_package(
 
 def _unpacked(package: zipfile.ZipFile, member: zipfile.ZipInfo, what: str, *, keep: bool) -> bytes:
     """``member`` unpacked a mebibyte at a time (its content where ``keep``, else b""),
-    refused as soon as it gives more than its declared size."""
+    refused as soon as it gives more than its declared size, or when its checksum is not the
+    one its package declares (a damaged member: every format's library would fail on it
+    later, some while writing the translation)."""
     probe = copy.copy(member)  # allowed one byte more, so that a longer member shows itself
     probe.file_size = member.file_size + 1
-    del probe.CRC  # no checksum over that byte (the format's library checks the member's)
-    chunks, size = [], 0
+    del probe.CRC  # zipfile's own check would count that byte: the checksum is ours below
+    chunks, size, crc = [], 0, 0
     with package.open(probe) as stream:
         while chunk := stream.read(1 << 20):
             size += len(chunk)
@@ -140,8 +143,11 @@ def _unpacked(package: zipfile.ZipFile, member: zipfile.ZipInfo, what: str, *, k
                     f"{what}: {member.filename} unpacks to more than the {member.file_size:,} "
                     "bytes its package declares (refused: a zip bomb)"
                 )
+            crc = zlib.crc32(chunk, crc)
             if keep:
                 chunks.append(chunk)
+    if crc != member.CRC:
+        raise DocumentError(f"{what}: {member.filename} is damaged (its checksum does not match)")
     return b"".join(chunks)
 
 

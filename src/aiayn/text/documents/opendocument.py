@@ -50,7 +50,10 @@ def read_odp(data: bytes, what: str, limits: Limits) -> RunDocument:
 def _read(data: bytes, what: str, limits: Limits, mimetype: str) -> RunDocument:
     kind = _MIMETYPES[mimetype]
     package = check_package(data, what, limits, needs="content.xml", kind=kind)
-    found = package.read("mimetype").decode("ascii", "replace").strip()
+    with reading(what, kind):
+        names = set(package.namelist())
+        found = package.read("mimetype") if "mimetype" in names else b""
+    found = found.decode("ascii", "replace").strip()
     if found != mimetype:
         named = with_article(_MIMETYPES[found]) if found in _MIMETYPES else found or "no mimetype"
         raise DocumentError(f"{what}: not {with_article(kind)} (it is {named})")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aiayn.text.documents.base import Limits, decoded
-from aiayn.text.html import HtmlText
+from aiayn.text.documents.base import DocumentError, Limits, decoded
+from aiayn.text.html import HtmlError, HtmlText
 
 
 class HtmlDocument:
@@ -20,7 +20,14 @@ class HtmlDocument:
 
 
 def read_html(data: bytes, what: str, limits: Limits) -> HtmlDocument:
-    """An HTML page (UTF-8) as segments."""
-    page = HtmlText(decoded(data, what))
+    """An HTML page (UTF-8) as segments.
+
+    Raises:
+        DocumentError: not UTF-8, or HTML nested too deep or with too many elements.
+    """
+    try:
+        page = HtmlText(decoded(data, what))
+    except HtmlError as e:
+        raise DocumentError(f"{what}: {e}") from None
     limits.check(what, len(page.texts), limits.max_segments, "texts to translate")
     return HtmlDocument(page)
