@@ -255,3 +255,25 @@ def test_an_opendocument_without_its_mimetype_is_one_line(name, make):
 def test_html_too_deep_or_too_large_is_one_line(page, words):
     with pytest.raises(DocumentError, match=f"^x.html: .*{words}"):
         translate_document(page.encode(), "html", shout, what="x.html", limits=Limits())
+
+
+def test_a_space_repeated_two_hundred_million_times_costs_nothing():
+    """Three ``<text:s text:c="200000000"/>`` in a 2 KB .odt: read as a bounded run of
+    spaces (the element is written back as it was), in bounded memory and time."""
+    from odf.opendocument import OpenDocumentText
+    from odf.text import P, S
+
+    document = OpenDocumentText()
+    paragraph = P(text="A dog")
+    for _ in range(3):
+        paragraph.addElement(S(c="200000000"))
+        paragraph.addText("runs")
+    document.text.addElement(paragraph)
+    data = io.BytesIO()
+    document.save(data)
+    out = _bounded(
+        lambda: translate_document(data.getvalue(), "odt", shout, what="x.odt"),
+        seconds=15,
+        megabytes=64,
+    )
+    assert b'text:c="200000000"' in zipfile.ZipFile(io.BytesIO(out)).read("content.xml")

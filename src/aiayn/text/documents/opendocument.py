@@ -29,6 +29,7 @@ from aiayn.text.documents.base import (
 
 _PARAGRAPHS = frozenset({(TEXTNS, "p"), (TEXTNS, "h")})
 _KEPT = frozenset({(TEXTNS, "note-citation"), (TEXTNS, "tracked-changes")})
+MAX_SPACES = 1_000  # a text:s repeat count read as at most this many spaces: a count is no size
 _SPACES = {(TEXTNS, "s"): " ", (TEXTNS, "tab"): "\t", (TEXTNS, "line-break"): "\n"}
 _MIMETYPES = {
     "application/vnd.oasis.opendocument.text": "OpenDocument text",
@@ -96,6 +97,7 @@ def _segments(paragraph: Element) -> list[list[Run]]:
             continue
         elif node.qname in _SPACES:
             count = int(node.getAttrNS(TEXTNS, "c") or 1) if node.qname == (TEXTNS, "s") else 1
+            count = min(count, MAX_SPACES)  # the element itself is written back unchanged
             runs.append(Run(_SPACES[node.qname] * count, _kept))
         elif node.qname in _PARAGRAPHS:
             inner += _segments(node)
