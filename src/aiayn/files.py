@@ -167,6 +167,21 @@ def check_destination(
         raise DestinationError(f"{dest}: a {what} exists there (pass --overwrite to replace it)")
 
 
+def check_writable(directory: str | Path, *, what: str, create: bool = False) -> None:
+    """Raise DestinationError unless ``what`` can be written into ``directory`` (with
+    ``create``: a directory that does not exist yet is made under a writable one); call it
+    before long work, so that a read-only or wrong place fails at once, not after it."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise DestinationError(f"{directory}: exists and is not a directory ({what} goes there)")
+    if not directory.exists():
+        if not create:
+            raise DestinationError(f"{directory}: no such directory ({what} goes there)")
+        directory = next(p for p in directory.absolute().parents if p.exists())
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise DestinationError(f"{directory}: not writable ({what} cannot be written there)")
+
+
 def write_file(
     dest: str | Path,
     text: str,

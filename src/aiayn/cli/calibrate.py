@@ -33,11 +33,14 @@ def run(args: argparse.Namespace) -> int:
 
     from aiayn.data import read_lines
     from aiayn.eval.calibration_fit import calibrate
-    from aiayn.translate.calibration import write_calibration
+    from aiayn.files import check_writable
+    from aiayn.translate.calibration import CALIBRATION_FILE, write_calibration
     from aiayn.translate.translator import Translator
 
     device = torch.device(args.device)
     options = search_options(args, precision=search_precision(args.precision, device))
+    if not args.dry_run:
+        check_writable(args.model, what=CALIBRATION_FILE)
     translator = Translator.from_dir(args.model, device=args.device)
     translator.calibration = None  # fitted to the model's own confidence
     sources, references = list(read_lines(args.src)), list(read_lines(args.ref))

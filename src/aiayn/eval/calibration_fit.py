@@ -109,6 +109,10 @@ def calibrate(
     """
     if len(sources) != len(references):
         raise CalibrationError(f"{len(sources)} source lines but {len(references)} references")
+    if len(sources) < MIN_LINES:  # before translating them
+        raise CalibrationError(
+            f"{len(sources)} validation lines: a calibration needs at least {MIN_LINES}"
+        )
     options = dataclasses.replace(options or SearchOptions(), nbest=1, min_confidence=0.0)
     found = [hyps[0] for hyps in translate(list(sources), options)]
     chrf = sentence_chrf([t.text for t in found], references)

@@ -40,7 +40,7 @@ from aiayn.config_io import model_config_of
 from aiayn.data.corpus import read_lines
 from aiayn.data.tokenizer_files import TOKENIZER_FILE, read_tokenizer_info
 from aiayn.errors import AiaynError, ConfigError
-from aiayn.files import remove_stale_temporaries, sha256_file, write_file
+from aiayn.files import check_writable, remove_stale_temporaries, sha256_file, write_file
 from aiayn.workers.pool import ProcessDied
 from aiayn.workers.shards import Shard, Translated, translate_shards
 from aiayn.workers.translator_process import DecoderSpec
@@ -230,6 +230,7 @@ def _manifest(teacher: Teacher, source: Path, cfg: DistillConfig, lines: int) ->
 def _open_directory(out: Path, manifest: dict, *, restart: bool, log) -> None:
     """Make ``out`` ready for ``manifest``'s work: new, resumed, or (``restart``) emptied of
     another distillation's shards."""
+    check_writable(out, what="the distilled corpus", create=True)
     path = out / MANIFEST
     if path.is_file():
         try:

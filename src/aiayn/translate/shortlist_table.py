@@ -17,6 +17,7 @@ from aiayn.accel.shortlist import Shortlist
 from aiayn.data.corpus import read_lines
 from aiayn.data.lexicon import lexical_table
 from aiayn.data.tokenizer_files import load_tokenizers
+from aiayn.files import check_writable
 from aiayn.store import read_model_config
 from aiayn.text.preprocessing import TextProcessor
 from aiayn.translate.inputs import TranslationError
@@ -74,6 +75,7 @@ def build_shortlist(
         ShortlistError: the two files have different numbers of lines (within ``lines``).
     """
     cfg = read_model_config(directory)
+    check_writable(directory, what=SHORTLIST_FILE)
     src_tokenizer, tgt_tokenizer, info = load_tokenizers(directory)
     sides = []
     for path, tokenizer, steps, lang in (
