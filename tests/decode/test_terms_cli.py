@@ -97,3 +97,9 @@ def test_adjacent_placeholders_come_back_whole_and_in_order(
     assert main(argv) == 0
     first, second = capsys.readouterr().out.splitlines()
     assert "%s%d" in first and "{count}{unit}" in second
+
+
+def test_an_empty_protect_pattern_names_the_option_a_user_gave(trained_model_dir, source, capsys):
+    assert _translate(trained_model_dir, source, "--protect", "") == 2
+    err = capsys.readouterr().err
+    assert "--protect " in err and "--protect-patterns" not in err

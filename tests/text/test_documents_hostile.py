@@ -277,3 +277,18 @@ def test_a_space_repeated_two_hundred_million_times_costs_nothing():
         megabytes=64,
     )
     assert b'text:c="200000000"' in zipfile.ZipFile(io.BytesIO(out)).read("content.xml")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-16"])
+def test_xml_entities_in_utf16_are_refused_too(encoding):
+    text = LAUGHS.decode().replace('encoding="utf-8"', "")
+    hostile = _with_member(
+        docx_bytes(), "word/document.xml", lambda s: s.write(text.encode(encoding))
+    )
+    with pytest.raises(DocumentError, match="declares XML entities"):
+        translate_document(hostile, "docx", shout)
+
+
+def test_a_document_given_as_text_is_one_line():
+    with pytest.raises(DocumentError, match=r"a document is given as bytes.*not str"):
+        translate_document("<p>a dog</p>", "html", shout, what="x.html")

@@ -155,13 +155,19 @@ def search_options(
     try:
         return dataclasses.replace(base or SearchOptions(), **given, **changes)
     except ConfigError as e:
-        raise UsageError(options_named(e, "SearchOptions")) from None
+        raise UsageError(options_named(e, SearchOptions)) from None
 
 
-def options_named(error: ConfigError, cls: str) -> str:
-    """A ``ConfigError`` of a dataclass whose fields are options, naming the options
-    (``SearchOptions.nbest`` -> ``--nbest``)."""
-    return re.sub(rf"{cls}\.(\w+)", lambda m: "--" + m[1].replace("_", "-"), str(error))
+def options_named(error: ConfigError, cls: type) -> str:
+    """A ``ConfigError`` of a dataclass whose fields are options (``add_fields``), naming
+    each field by its option (``SearchOptions.nbest`` -> ``--nbest``,
+    ``SearchOptions.protect_patterns`` -> ``--protect``)."""
+    flags = {f.name: f.metadata.get("flag") for f in dataclasses.fields(cls)}
+
+    def flag(found: re.Match) -> str:
+        return flags.get(found[1]) or "--" + found[1].replace("_", "-")
+
+    return re.sub(rf"{cls.__name__}\.(\w+)", flag, str(error))
 
 
 def search_precision(requested: str, device: torch.device) -> str:

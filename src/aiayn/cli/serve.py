@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             **{**field_values(args, ServeSettings), "device": str(device)}, decode=decode
         )
     except ConfigError as e:
-        raise UsageError(options_named(e, "ServeSettings")) from None
+        raise UsageError(options_named(e, ServeSettings)) from None
     settings = resolved_settings(settings)
     workers, threads = settings.workers, settings.threads
     torch.set_num_threads(threads)

@@ -6,6 +6,7 @@ continues."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from aiayn.errors import AiaynError
@@ -46,13 +47,19 @@ MAX_STOPS = 4  # stop sequences per request, as OpenAI allows (each is looked fo
 ROLES = {"system": "System", "developer": "System", "user": "User", "assistant": "Assistant"}
 CHAT_TEMPLATE = "{role}: {content}\n"  # one line per message, then "Assistant:"
 TURN_STOPS = tuple(f"\n{name}:" for name in dict.fromkeys(ROLES.values()))
+FORGED_TURN = re.compile(r"\r?\n(?=[ \t]*(?:{}):)".format("|".join(dict.fromkeys(ROLES.values()))))
 
 
 def render_chat(messages: list[dict[str, str]]) -> str:
     """The prompt of a chat: ``CHAT_TEMPLATE`` for every message, then ``Assistant:``.
 
-    ``messages`` are ``{"role", "content"}`` with a role of ``ROLES`` and text content."""
-    lines = [CHAT_TEMPLATE.format(role=ROLES[m["role"]], content=m["content"]) for m in messages]
+    ``messages`` are ``{"role", "content"}`` with a role of ``ROLES`` and text content. A
+    line of a message that starts as a turn does (``Assistant:``) is indented by a space, so
+    that no message can forge another's turn."""
+    lines = [
+        CHAT_TEMPLATE.format(role=ROLES[m["role"]], content=FORGED_TURN.sub("\n ", m["content"]))
+        for m in messages
+    ]
     return "".join(lines) + "Assistant:"
 
 

@@ -99,6 +99,11 @@ def read_document(
     """
     if format not in FORMATS:
         raise DocumentError(f"{what}: unknown document format {format!r} ({', '.join(FORMATS)})")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise DocumentError(
+            f"{what}: a document is given as bytes (open its file with 'rb'), "
+            f"not {type(data).__name__}"
+        )
     limits.check(what, len(data), limits.max_bytes, "bytes")
     module, function = FORMATS[format].reader.split(":")
     try:
