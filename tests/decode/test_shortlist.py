@@ -130,8 +130,7 @@ def test_translating_with_a_shortlist_gives_the_model_s_translations(listed_mode
     """Greedy search with the shortlist gives the full vocabulary's translation wherever that
     uses only listed pieces (renormalising over the listed rows keeps each step's argmax), in
     fp32 and int8; beam search writes listed pieces only (it may choose otherwise: the
-    renormalisation lifts longer hypotheses more). Each sentence is translated alone: in int8
-    a batch-mate changes the activations' quantisation scale."""
+    renormalisation lifts longer hypotheses more)."""
     translator = Translator.from_dir(listed_model)
     assert translator.shortlist is not None and translator.shortlist.per_source == 8
     lines = (tiny_dataset.parent / "corpus" / "test.src").read_text().splitlines()[:12]
@@ -194,3 +193,24 @@ def test_a_corpus_of_unequal_sides_is_refused(trained_model_dir, tmp_path, capsy
     assert main(args) == 2
     assert "as many on both sides" in capsys.readouterr().err
     assert not (model / SHORTLIST_FILE).exists()
+
+
+@pytest.mark.parametrize(
+    ("precision", "shortlist"), [("fp32", 0), ("int8", 0), ("fp32", 8), ("int8", 8)]
+)
+@pytest.mark.parametrize("beam", [1, 4])
+def test_a_sentence_translates_the_same_alone_and_in_any_batch(
+    listed_model, tiny_dataset, precision, shortlist, beam
+):
+    """In every precision and with a shortlist, a sentence's translation and score do not
+    depend on the sentences decoded beside it (another client's request, on a server): int8
+    quantises each row by its own scale, a shortlist gives each sentence its own rows."""
+    translator = Translator.from_dir(listed_model)
+    lines = (tiny_dataset.parent / "corpus" / "test.src").read_text().splitlines()[:24]
+    options = SearchOptions(beam=beam, precision=precision, shortlist=shortlist, text="raw")
+    alone = [translator.translate([line], options)[0][0] for line in lines]
+    together = [hyps[0] for hyps in translator.translate(lines, options)]
+    reversed_ = [hyps[0] for hyps in translator.translate(lines[::-1], options)][::-1]
+    for one, many, other in zip(alone, together, reversed_, strict=True):
+        assert one.tokens == many.tokens == other.tokens
+        assert one.score == pytest.approx(many.score, abs=1e-5)

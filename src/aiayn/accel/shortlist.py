@@ -15,7 +15,7 @@ Shapes: N rows, D d_model, K allowed pieces, V target vocabulary, V_s source voc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -48,6 +48,24 @@ class Shortlist:
         rows = torch.cat([best[best >= 0], self.frequent, fixed]).unique()  # sorted
         return rows.to(src.device)
 
+    def allowed(
+        self,
+        src: Tensor,
+        rows: Tensor,
+        k: int,
+        specials: SpecialIds,
+        extra: Sequence[Iterable[int]] = (),
+    ) -> Tensor:
+        """(B, K') bool: which of ``rows`` (the batch's, ``rows``) each of the (B, S)
+        sentences decodes over: the rows it would have alone (its own ids' ``k`` best, the
+        frequent ones, ``specials`` and its ``extra``), so that its translation does not
+        depend on its batch-mates."""
+        own = [
+            self.rows(src[b : b + 1], k, specials, extra[b] if extra else ())
+            for b in range(src.size(0))
+        ]
+        return torch.stack([torch.isin(rows, mine) for mine in own])  # (B, K')
+
 
 class Hidden(Protocol):
     """What a shortlist needs of a stepper (``aiayn.modules.stepper.TransformerStepper``
@@ -65,22 +83,30 @@ class Hidden(Protocol):
 
 class ShortlistStepper:
     """A ``StepDecoder`` whose scores cover only ``rows`` (K,) of the vocabulary of ``vocab``
-    pieces: the others are -inf, and log-probabilities are normalised over ``rows``."""
+    pieces: the others are -inf, and log-probabilities are normalised over ``rows``. With
+    ``allowed`` (B, K) bool, each sentence's rows decode over its own part of ``rows`` only
+    (``Shortlist.allowed``): the state carries each row's part through the search's
+    reorders."""
 
-    def __init__(self, inner: Hidden, rows: Tensor, vocab: int):
-        self.inner, self.rows, self.vocab = inner, rows, vocab
+    def __init__(self, inner: Hidden, rows: Tensor, vocab: int, allowed: Tensor | None = None):
+        self.inner, self.rows, self.vocab, self.allowed = inner, rows, vocab, allowed
         self.logits = inner.logits_over(rows)  # (N, D) -> (N, K)
 
     def start(self, src: Tensor) -> Any:
-        return self.inner.start(src)
+        return self.inner.start(src), self.allowed  # one row per sentence: (B, K)
 
     def step(self, tokens: Tensor, state: Any, *, normalize: bool = True) -> tuple[Tensor, Any]:
-        hidden, state = self.inner.hidden(tokens, state)  # (N, D)
+        inner, allowed = state
+        hidden, inner = self.inner.hidden(tokens, inner)  # (N, D)
         logits = self.logits(hidden)  # (N, K) float32
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, float("-inf"))
         if normalize:
             logits = logits.log_softmax(dim=-1)
         scores = logits.new_full((logits.size(0), self.vocab), float("-inf"))  # (N, V)
-        return scores.index_copy_(1, self.rows, logits), state
+        return scores.index_copy_(1, self.rows, logits), (inner, allowed)
 
     def reorder(self, state: Any, index: Tensor, *, sentences: Tensor | None = None) -> Any:
-        return self.inner.reorder(state, index, sentences=sentences)
+        inner, allowed = state
+        inner = self.inner.reorder(inner, index, sentences=sentences)
+        return inner, None if allowed is None else allowed.index_select(0, index)

@@ -419,9 +419,11 @@ class Translator:
         constraints: Constraints | None = None,
     ) -> list[list[Translation]]:
         if options.shortlist and self.shortlist is not None:
-            extra = [t for terms in constraints or () for piece in terms for t in piece]
-            rows = self.shortlist.rows(src, options.shortlist, self.model.specials, extra)
-            stepper = ShortlistStepper(stepper, rows, self.model.output.weight.size(0))
+            table, k, specials = self.shortlist, options.shortlist, self.model.specials
+            extra = [[t for piece in terms for t in piece] for terms in constraints or ()]
+            rows = table.rows(src, k, specials, [t for own in extra for t in own])
+            allowed = table.allowed(src, rows, k, specials, extra)  # each sentence its own
+            stepper = ShortlistStepper(stepper, rows, self.model.output.weight.size(0), allowed)
         found = search(
             stepper,
             src,
