@@ -103,3 +103,45 @@ def test_an_empty_protect_pattern_names_the_option_a_user_gave(trained_model_dir
     assert _translate(trained_model_dir, source, "--protect", "") == 2
     err = capsys.readouterr().err
     assert "--protect " in err and "--protect-patterns" not in err
+
+
+def test_a_glossary_with_a_byte_order_mark_keeps_its_first_term(tmp_path):
+    from aiayn.text.glossary import read_glossary
+
+    path = tmp_path / "bom.tsv"
+    path.write_bytes("\ufeffdog\tHund\n# a comment\ncat\tKatze\n".encode())
+    assert {(t.source, t.target) for t in read_glossary(path).terms} == {
+        ("dog", "Hund"),
+        ("cat", "Katze"),
+    }
+
+
+def test_a_term_inside_a_protected_span_is_not_imposed_and_no_target_is_a_sentinel():
+    from aiayn.text.glossary import Glossary
+    from aiayn.translate.terms import mark
+
+    glossary = Glossary.from_pairs([("dog", "K"), ("park", "Park")])
+    (inside,) = mark(
+        ["see https://example.org/park now"],
+        ["line 1"],
+        protect=True,
+        patterns=(),
+        glossary=glossary,
+    )
+    assert inside.terms == ()  # park only in the URL
+    (both,) = mark(
+        ["the dog at https://example.org/x"],
+        ["line 1"],
+        protect=True,
+        patterns=(),
+        glossary=glossary,
+    )
+    assert [t.target for t in both.terms] == ["K"]
+    assert all(span.sentinel != "K" for span in both.masked.spans)
+
+
+def test_text_raw_says_it_does_not_use_a_glossary(trained_model_dir, source, tmp_path, capsys):
+    glossary = tmp_path / "g.tsv"
+    glossary.write_text("dog\thouse\n", encoding="utf-8")
+    assert _translate(trained_model_dir, source, "--text", "raw", "--glossary", str(glossary)) == 0
+    assert "--glossary and --protect apply to natural text only" in capsys.readouterr().err

@@ -90,7 +90,7 @@ def test_protected_spans_and_request_patterns(client):
         ({"protect": "(ab"}, "does not compile"),
         ({"protect": 5}, "protect must be a regex"),
         ({"glossary": {}}, "glossary: no terms"),
-        ({"glossary": "no tab here"}, "glossary: entry 1"),
+        ({"glossary": "no tab here"}, "glossary: line 1"),
         ({"glossary": [["dog", ""]]}, "empty target term"),
         ({"glossary": 3}, "glossary must be"),
         ({"protect_spans": "maybe"}, "protect_spans must be true or false"),
@@ -121,7 +121,7 @@ def test_a_not_a_number_minimum_is_a_one_line_400(client):
     [
         ({"min_confidence": "2"}, "the dog runs", "min_confidence must be a number from 0 to 1"),
         ({"protect": "(ab"}, "the dog runs", "does not compile"),
-        ({"glossary": "no tab here"}, "the dog runs", "glossary: entry 1"),
+        ({"glossary": "no tab here"}, "the dog runs", "glossary: line 1"),
         ({"glossary": ""}, "the dog runs", "glossary: no terms"),
         ({}, "the dog runs\nthe {{dog runs", "unbalanced placeholder '{{'"),
     ],
@@ -144,3 +144,13 @@ def test_bad_server_defaults_are_refused_at_start(en_de):
         SearchOptions(min_confidence=-0.1)
     with pytest.raises(AiaynError, match="does not compile"):
         ServeSettings(models=(str(en_de),), decode=SearchOptions(protect_patterns=("[",)))
+
+
+def test_a_request_s_tsv_glossary_reads_as_a_file_does(client):
+    """``#`` comments, blank lines and a byte-order mark, as a glossary file allows."""
+    tsv = "\ufeff# our terms\n\ndog\thouse\n"
+    answer = _post(client, q=LINES[0], glossary=tsv)
+    assert answer.status_code == 200, answer.text
+    assert "house" in answer.json()["translatedText"].lower()
+    bad = _post(client, q=LINES[0], glossary="dog house\n")
+    assert bad.status_code == 400 and "line 1: expected" in bad.json()["error"]

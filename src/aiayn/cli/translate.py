@@ -170,6 +170,11 @@ def run_translate(args: argparse.Namespace) -> int:
     before_loading = cpu_sample()
     # options that do not fit together, and the glossary, before any work
     options = search_options(args, format="html" if args.format == "html" else "text")
+    if options.text == "raw" and (options.glossary is not None or options.protect_patterns):
+        log(
+            "warning: --text raw gives the subword model its text untouched: --glossary and "
+            "--protect apply to natural text only, and are not used"
+        )
     _check_writable(args.output)
     device = select_device(args.device)
     references = list(read_lines(args.ref)) if args.ref else None

@@ -23,7 +23,7 @@ from aiayn.errors import ConfigError
 from aiayn.search_options import SearchOptions
 from aiayn.serve import checks
 from aiayn.serve.checks import BadRequest
-from aiayn.text.glossary import Glossary, GlossaryError
+from aiayn.text.glossary import Glossary, GlossaryError, tsv_pairs
 from aiayn.text.protect import pattern_problem
 from aiayn.translate.terms import Translation
 
@@ -73,8 +73,10 @@ def _glossary(value: Any, default: Glossary | None) -> Glossary | None:
     if value is None:
         return default
     if isinstance(value, str):
-        rows = [line.split("\t") for line in value.splitlines() if line.strip()]
-        pairs: list[Any] = [r if len(r) == 2 else [r] for r in rows]
+        try:
+            pairs: list[Any] = [fields for _, fields in tsv_pairs(value, "glossary")]
+        except GlossaryError as e:
+            raise BadRequest(f"Invalid request: {e}") from None
     elif isinstance(value, dict):
         pairs = [list(item) for item in value.items()]
     elif isinstance(value, list):

@@ -138,35 +138,47 @@ def _add(found: dict[str, Term], source: Any, target: Any, where: str) -> dict[s
 
 
 def read_glossary(path: str | Path) -> Glossary:
-    """A glossary from a TSV file (``source term<TAB>target term`` a line).
+    """A glossary from a TSV file (``source term<TAB>target term`` a line; UTF-8, a
+    byte-order mark allowed; blank lines and ``#`` comments skipped: ``tsv_pairs``).
 
     Raises:
         GlossaryError: the file cannot be read, is not UTF-8, holds no term, or has a line
             that is not two tab-separated terms (naming the file and the line).
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise GlossaryError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise GlossaryError(f"{path}: cannot read the glossary ({e.strerror or e})") from None
-    pairs = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) != 2:
-            raise GlossaryError(
-                f"{path}: line {n}: expected 'source term<TAB>target term', got "
-                f"{len(fields)} field{'s' if len(fields) != 1 else ''}"
-            )
-        pairs.append((n, fields))
+    pairs = tsv_pairs(text, str(path))
     if not pairs:
         raise GlossaryError(f"{path}: no terms (one 'source term<TAB>target term' a line)")
     found: dict[str, Term] = {}
     for n, (source, target) in pairs:
         found = _add(found, source, target, f"{path}: line {n}")
     return Glossary.from_pairs([(t.source, t.target) for t in found.values()], origin=str(path))
+
+
+def tsv_pairs(text: str, where: str) -> list[tuple[int, list[str]]]:
+    """The (line number, [source, target]) of a glossary's TSV text, a file's or a
+    request's alike: blank lines and ``#`` comments skipped, a leading byte-order mark too.
+
+    Raises:
+        GlossaryError: a line that is not two tab-separated terms.
+    """
+    pairs = []
+    for n, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise GlossaryError(
+                f"{where}: line {n}: expected 'source term<TAB>target term', got "
+                f"{len(fields)} field{'s' if len(fields) != 1 else ''}"
+            )
+        pairs.append((n, fields))
+    return pairs
 
 
 def spell_as_glossary(translation: str, terms: Iterable[Term]) -> str:

@@ -100,8 +100,11 @@ def compile_patterns(patterns: tuple[str, ...]) -> tuple[regex.Pattern, ...]:
     return tuple(compiled)
 
 
-def mask(sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "") -> Masked:
-    """``sentence`` with every protected span replaced by a sentinel it does not hold.
+def mask(
+    sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "", avoid: str = ""
+) -> Masked:
+    """``sentence`` with every protected span replaced by a sentinel that neither it nor
+    ``avoid`` (the glossary's targets for it) holds as a word.
 
     Raises:
         ProtectError: a placeholder left unbalanced, or a pattern that runs over
@@ -117,7 +120,7 @@ def mask(sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "") -
                 f"{where}protect pattern {pattern.pattern!r} ran over {MATCH_SECONDS:g}s"
             ) from None
     chosen = _runs(sentence, found)
-    free = [n for n in SENTINELS if not _word(n).search(sentence)]
+    free = [n for n in SENTINELS if not _word(n).search(sentence) and not _word(n).search(avoid)]
     if len(chosen) > len(free):
         raise ProtectError(f"{where}more than {len(free)} protected spans in one sentence")
     pieces, spans, last = [], [], 0

@@ -88,9 +88,12 @@ def mark(
     marked = []
     for sentence, place in zip(sentences, places, strict=True):
         masked = mask(sentence, compiled, place=place) if protect else None
-        terms = tuple(glossary.matches(sentence)) if glossary else ()
         if masked is not None and not masked.spans:
             masked = None
+        # a term inside a protected span (a URL, code) is no term of the sentence
+        terms = tuple(glossary.matches(masked.text if masked else sentence)) if glossary else ()
+        if masked is not None and terms:  # no sentinel that a target term writes
+            masked = mask(sentence, compiled, place=place, avoid=" ".join(t.target for t in terms))
         marked.append(Marked(masked.text if masked else sentence, masked, terms))
     return marked
 
