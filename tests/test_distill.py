@@ -355,3 +355,19 @@ def test_the_pipeline_refuses_a_teacher_of_another_pair_in_one_line(trained_mode
     stages = tuple(s for s in STAGES if s.name in ("corpus", "distill", "train"))
     with pytest.raises(DistillError, match="translates src-tgt, not the en-de asked for"):
         run_pipeline(recipe, tmp_path / "work", stages=stages, recipe_dir=tmp_path)
+
+
+def test_a_calibrated_teacher_scores_on_the_documented_scale(
+    distilled, trained_model_dir, tmp_path
+):
+    """A teacher with ``calibration.json`` gives the same shard scores (the mean
+    log-probability per piece, as ``--min-score`` is documented) as without one."""
+    from aiayn.translate.calibration import Calibration, write_calibration
+
+    source, plain = distilled
+    teacher = tmp_path / "teacher"
+    shutil.copytree(trained_model_dir, teacher)
+    write_calibration(teacher, Calibration(slope=0.5, intercept=2.0, lines=60))
+    assert _distill(teacher, source, tmp_path / "out") == 0
+    for shard in sorted((plain / SHARDS).iterdir()):
+        assert (tmp_path / "out" / SHARDS / shard.name).read_bytes() == shard.read_bytes()

@@ -88,6 +88,7 @@ def _start(spec: DecoderSpec) -> None:
     set_up_child(spec, ends_by_sigterm=True)  # the pool ends its processes by SIGTERM
     try:
         _translator = Translator.from_dir(spec.model, device=spec.device, profile=spec.profile)
+        _translator.calibration = None  # a shard's score is the model's own (``Translated``)
     except Exception as e:
         _failure = f"{spec.model}: {e}"
 
