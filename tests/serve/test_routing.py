@@ -150,3 +150,17 @@ def test_the_command_line_and_the_server_route_a_mixed_list_alike(
     argv = ["translate", *(f"--model={m}" for m in models.values()), "--beam", "2"]
     assert main([*argv, "--target", "de", "-i", str(source), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").splitlines() == served["translatedText"]
+
+
+def test_auto_finds_a_language_served_only_through_english(client, models):
+    """it -> de has no model of its own; ``source: auto`` still finds Italian and routes it
+    through English, not to the closest language with a direct model."""
+    text = "Un uomo sta andando in bicicletta lungo la strada."
+    answer = client.post("/translate", json={"q": text, "source": "auto", "target": "de"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["detectedLanguage"]["language"] == "it"
+    between = expected_translations(models["it-en"], [text], beam=2)
+    assert (
+        answer.json()["translatedText"]
+        == expected_translations(models["en-de"], between, beam=2)[0]
+    )

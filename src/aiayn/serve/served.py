@@ -254,15 +254,16 @@ class ServedModels:
 
     def source_of(self, text: str, target: str) -> tuple[str, float]:
         """The source language of ``text`` for ``source: auto``, and the confidence in it: the
-        most likely of the languages served toward ``target`` (of every served source when
-        none is: a multilingual model's target). One such language is taken as it is (with
-        confidence 0 when lingua does not know it).
+        most likely of the languages served toward ``target``, directly or through English
+        (of every served source when none is: a multilingual model's target). One such language is
+        taken as it is (with confidence 0 when lingua does not know it).
 
         Raises:
             BadRequest: when lingua finds none of the languages it knows among them in the
                 text (digits only), or several could be meant and none is identified.
         """
-        sources = {s for s, t in self.pairs if t == target} or {s for s, _ in self.pairs}
+        reach = [*self.pairs, *self.pivots]  # through English too
+        sources = {s for s, t in reach if t == target} or {s for s, _ in self.pairs}
         for code, value in self.identifier.confidences(text):
             if code in sources and value > 0:
                 return code, value
