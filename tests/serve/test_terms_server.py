@@ -154,3 +154,11 @@ def test_a_request_s_tsv_glossary_reads_as_a_file_does(client):
     assert "house" in answer.json()["translatedText"].lower()
     bad = _post(client, q=LINES[0], glossary="dog house\n")
     assert bad.status_code == 400 and "line 1: expected" in bad.json()["error"]
+
+
+def test_a_request_with_too_many_protect_patterns_is_a_400(client):
+    from aiayn.serve.libretranslate_requests import MAX_REQUEST_PATTERNS
+
+    many = ["x+"] * (MAX_REQUEST_PATTERNS + 1)
+    answer = _post(client, q=LINES[0], protect=many)
+    assert answer.status_code == 400 and f"at most {MAX_REQUEST_PATTERNS}" in answer.json()["error"]

@@ -154,3 +154,19 @@ def test_plain_text_is_left_alone():
     sentence = "A dog runs 50% faster than $5 worth of cats."
     masked = mask(sentence, BUILT_IN)
     assert masked.text == sentence and not masked.spans
+
+
+def test_the_patterns_of_one_call_share_a_time_budget():
+    """Many patterns, each well under its own limit on each sentence, are stopped once the
+    call's total is spent (a request cannot hold a decoder for minutes)."""
+    import time
+
+    from aiayn.text.protect import Deadline, compile_patterns
+
+    slow = compile_patterns(tuple(["a*a*a*(?<!a)"] * 20))
+    deadline = Deadline(0.2)
+    start = time.perf_counter()
+    with pytest.raises(ProtectError, match=r"ran over 0.2s in total"):
+        for _ in range(200):
+            mask("a" * 1400, slow, deadline=deadline)
+    assert time.perf_counter() - start < 2

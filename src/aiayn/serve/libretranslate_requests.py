@@ -27,7 +27,8 @@ from aiayn.text.glossary import Glossary, GlossaryError, tsv_pairs
 from aiayn.text.protect import pattern_problem
 from aiayn.translate.terms import Translation
 
-MAX_REQUEST_TERMS = 1_000  # glossary terms and patterns one request may send
+MAX_REQUEST_TERMS = 1_000  # glossary terms one request may send
+MAX_REQUEST_PATTERNS = 32  # protect patterns one request may send (each runs on every sentence)
 
 
 def requested_options(base: SearchOptions, values: dict[str, Any]) -> SearchOptions:
@@ -64,8 +65,8 @@ def _patterns(value: Any, server: tuple[str, ...]) -> tuple[str, ...]:
     patterns = [value] if isinstance(value, str) else value
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         raise BadRequest("Invalid request: protect must be a regex or a list of regexes")
-    if len(patterns) > MAX_REQUEST_TERMS:
-        raise BadRequest(f"Invalid request: protect: at most {MAX_REQUEST_TERMS} patterns")
+    if len(patterns) > MAX_REQUEST_PATTERNS:
+        raise BadRequest(f"Invalid request: protect: at most {MAX_REQUEST_PATTERNS} patterns")
     return server + tuple(checks.text(p, "protect") for p in patterns)
 
 

@@ -13,6 +13,7 @@ with ``regex`` under a time limit, so a user's pattern cannot stall a server.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +23,7 @@ import regex
 from aiayn.errors import AiaynError
 
 MATCH_SECONDS = 0.5  # one pattern over one sentence: longer is a runaway pattern, refused
+TOTAL_SECONDS = 5.0  # every pattern over every sentence of one call (``Deadline``), at most
 
 # Built-in kinds, tried together; where two overlap the leftmost, then the longest, wins.
 BUILT_IN = {
@@ -100,8 +102,36 @@ def compile_patterns(patterns: tuple[str, ...]) -> tuple[regex.Pattern, ...]:
     return tuple(compiled)
 
 
+class Deadline:
+    """The time the protect patterns of one call (a batch, a request) may take together:
+    ``TOTAL_SECONDS`` from its start, so that many patterns, each under ``MATCH_SECONDS``
+    on each sentence, cannot hold a decoder for minutes."""
+
+    def __init__(self, seconds: float = TOTAL_SECONDS):
+        self.seconds, self.end = seconds, time.monotonic() + seconds
+
+    def left(self, where: str) -> float:
+        """The seconds one pattern may take now: at most ``MATCH_SECONDS``.
+
+        Raises:
+            ProtectError: the call's time is spent.
+        """
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise ProtectError(
+                f"{where}the protect patterns ran over {self.seconds:g}s in total (use fewer "
+                "or simpler patterns)"
+            )
+        return min(MATCH_SECONDS, left)
+
+
 def mask(
-    sentence: str, patterns: Sequence[regex.Pattern], *, place: str = "", avoid: str = ""
+    sentence: str,
+    patterns: Sequence[regex.Pattern],
+    *,
+    place: str = "",
+    avoid: str = "",
+    deadline: Deadline | None = None,
 ) -> Masked:
     """``sentence`` with every protected span replaced by a sentinel that neither it nor
     ``avoid`` (the glossary's targets for it) holds as a word.
@@ -113,9 +143,12 @@ def mask(
     where = f"{place}: " if place else ""
     found: list[tuple[int, int]] = []
     for pattern in patterns:
+        seconds = MATCH_SECONDS if deadline is None else deadline.left(where)
         try:
-            found += [m.span() for m in pattern.finditer(sentence, timeout=MATCH_SECONDS)]
+            found += [m.span() for m in pattern.finditer(sentence, timeout=seconds)]
         except TimeoutError:
+            if deadline is not None:
+                deadline.left(where)  # the call's time, not the pattern's, ran out
             raise ProtectError(
                 f"{where}protect pattern {pattern.pattern!r} ran over {MATCH_SECONDS:g}s"
             ) from None

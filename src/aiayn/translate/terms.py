@@ -21,7 +21,7 @@ from aiayn.config import UNK_ID
 from aiayn.data.tokenizer import Tokenizer
 from aiayn.text.glossary import Glossary, Term, spell_as_glossary
 from aiayn.text.html import HtmlText
-from aiayn.text.protect import Masked, compile_patterns, mask
+from aiayn.text.protect import Deadline, Masked, compile_patterns, mask
 from aiayn.text.sentences import Paragraph
 
 GREEDY_FALLBACK_BEAM = 4  # the beam of a constrained search asked for with beam 1 (greedy)
@@ -85,15 +85,17 @@ def mark(
         ProtectError: an unbalanced placeholder or a runaway pattern (naming the place).
     """
     compiled = compile_patterns(patterns) if protect else ()
+    deadline = Deadline()  # every pattern over every sentence of the call
     marked = []
     for sentence, place in zip(sentences, places, strict=True):
-        masked = mask(sentence, compiled, place=place) if protect else None
+        masked = mask(sentence, compiled, place=place, deadline=deadline) if protect else None
         if masked is not None and not masked.spans:
             masked = None
         # a term inside a protected span (a URL, code) is no term of the sentence
         terms = tuple(glossary.matches(masked.text if masked else sentence)) if glossary else ()
         if masked is not None and terms:  # no sentinel that a target term writes
-            masked = mask(sentence, compiled, place=place, avoid=" ".join(t.target for t in terms))
+            targets = " ".join(t.target for t in terms)
+            masked = mask(sentence, compiled, place=place, avoid=targets, deadline=deadline)
         marked.append(Marked(masked.text if masked else sentence, masked, terms))
     return marked
 
