@@ -239,3 +239,21 @@ def test_markdown_front_matter_is_kept():
     page = b"---\ntitle: the dogs\ntags: [park]\n---\n\nA dog runs.\n"
     out = translate_document(page, "markdown", shout)
     assert out == b"---\ntitle: the dogs\ntags: [park]\n---\n\nA DOG RUNS.\n"
+
+
+def test_a_webvtt_cue_s_entities_reach_the_model_as_the_text_they_stand_for():
+    """``Tom &amp; Jerry`` is translated as ``Tom & Jerry``, and what comes back is escaped
+    again (a raw ``&`` or ``<`` would break the cue)."""
+    pytest.importorskip("webvtt")
+    from aiayn.text.documents import translate_document
+
+    vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nTom &amp; Jerry &lt;3 run\n"
+    seen: list[str] = []
+
+    def translate(texts: list[str]) -> list[str]:
+        seen.extend(texts)
+        return [t.replace("run", "rennen & <lachen>") for t in texts]
+
+    out = translate_document(vtt.encode(), "vtt", translate).decode()
+    assert any("Tom & Jerry <3 run" in t for t in seen)
+    assert "Tom &amp; Jerry &lt;3 rennen &amp; &lt;lachen&gt;" in out

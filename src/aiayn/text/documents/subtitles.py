@@ -8,6 +8,7 @@ kept as they are.
 
 from __future__ import annotations
 
+import html
 import re
 
 import srt
@@ -55,19 +56,22 @@ def read_vtt(data: bytes, what: str, limits: Limits) -> RunDocument:
 
         return put
 
-    segments = [_cue_runs(cue.raw_text, setter(cue)) for cue in cues]
+    segments = [_cue_runs(cue.raw_text, setter(cue), entities=True) for cue in cues]
     return RunDocument(segments, lambda: captions.content.encode("utf-8"), what=what, limits=limits)
 
 
-def _cue_runs(content: str, write) -> list[Run]:
+def _cue_runs(content: str, write, *, entities: bool = False) -> list[Run]:
     """The text pieces between a cue's tags and line breaks, as runs; each ``put``
     writes the whole cue back through ``write``. A line break is a run of its own whose
-    text joins the lines with a space and is never replaced."""
+    text joins the lines with a space and is never replaced. With ``entities`` (WebVTT's
+    ``&amp;``, ``&lt;``, ``&gt;``, ``&nbsp;``), a run's text is what they stand for and
+    its translation is written back escaped."""
     pieces = _MARKUP.split(content)
+    shown = html.unescape if entities else str
 
     def piece_put(k: int):
         def put(text: str) -> None:
-            pieces[k] = text
+            pieces[k] = html.escape(text, quote=False) if entities else text
             write(_SPACE_BEFORE_BREAK.sub("\n", "".join(pieces)))
 
         return put
@@ -80,5 +84,5 @@ def _cue_runs(content: str, write) -> list[Run]:
         if piece == "\n":
             runs.append(Run("\n", kept))
         elif k % 2 == 0:  # text; odd pieces are tags
-            runs.append(Run(piece, piece_put(k)))
+            runs.append(Run(shown(piece), piece_put(k)))
     return runs
