@@ -88,3 +88,17 @@ def test_punctuation_in_its_own_node_is_translated_with_its_sentence():
     )
     assert texts == ["A dog runs."]
     assert out == "<p>Ein Hund <b>rennt.</b></p>"
+
+
+def test_mixed_case_names_keep_the_source_s_spelling():
+    """SVG and MathML in XHTML are case-sensitive: ``viewBox`` and ``<linearGradient>`` come
+    back spelled as they were; a word in the text is no name."""
+    source = (
+        '<p>The P value</p><svg viewBox="0 0 10 10" preserveAspectRatio="none">'
+        '<linearGradient gradientUnits="userSpaceOnUse"></linearGradient></svg>'
+    )
+    page = HtmlText(source)
+    out = page.render(page.texts)
+    for name in ("viewBox=", "preserveAspectRatio=", "<linearGradient", "gradientUnits="):
+        assert name in out
+    assert "<p>" in out and "<P>" not in out

@@ -38,6 +38,9 @@ KEPT_CLASSES = frozenset({"notranslate", "h-card", "mention", "hashtag"})
 MAX_DEPTH = 256  # elements nested in one another at most (browsers stop at 512)
 MAX_ELEMENTS = 100_000  # elements in one document at most
 _URL = re.compile(r"^(https?://|www\.|[#@])", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>!?]+>")  # an opening or closing tag (not a comment or a declaration)
+# in a tag: its name or an attribute's, as the source spells it (``linearGradient``, ``viewBox``)
+_NAME = re.compile(r"^</?([A-Za-z][\w:.-]*)|\s([A-Za-z][\w:.-]*)\s*=")
 
 
 class HtmlError(AiaynError, ValueError):
@@ -50,6 +53,9 @@ class HtmlText:
 
     def __init__(self, html: str):
         self._soup = BeautifulSoup(html, "html.parser")
+        # the parser lower-cases names; XHTML's SVG and MathML spell some in mixed case
+        names = (n for tag in _TAG.findall(html) for m in _NAME.findall(tag) for n in m if n)
+        self._cased = {n.lower(): n for n in names if n != n.lower()}
         segments: list[list[NavigableString]] = [[]]
         _collect(self._soup, segments)
         self._segments = [s for s in segments if any(has_word(leaf) for leaf in s)]
@@ -62,7 +68,18 @@ class HtmlText:
         for segment, translation in zip(self._segments, translations, strict=True):
             _deal(segment, translation)
         self._segments = []
+        if self._cased:
+            _restore_case(self._soup, self._cased)
         return self._soup.decode(formatter="minimal")
+
+
+def _restore_case(soup: BeautifulSoup, cased: dict[str, str]) -> None:
+    """Tag and attribute names back in the source's own spelling (``viewBox``, not
+    ``viewbox``: SVG in an XHTML page, an e-book's chapter, is case-sensitive)."""
+    for tag in soup.find_all(True):
+        tag.name = cased.get(tag.name, tag.name)
+        if any(name in cased for name in tag.attrs):
+            tag.attrs = {cased.get(name, name): value for name, value in tag.attrs.items()}
 
 
 def translate_html(html: str, translate: Callable[[list[str]], list[str]]) -> str:
