@@ -257,3 +257,49 @@ def test_a_webvtt_cue_s_entities_reach_the_model_as_the_text_they_stand_for():
     out = translate_document(vtt.encode(), "vtt", translate).decode()
     assert any("Tom & Jerry <3 run" in t for t in seen)
     assert "Tom &amp; Jerry &lt;3 rennen &amp; &lt;lachen&gt;" in out
+
+
+def test_breaks_and_tabs_inside_a_word_run_are_kept():
+    """A page break, a line break and a tab inside one run stay where they are (they were
+    dropped when the run was rewritten), and the words beside them are translated."""
+    docx = pytest.importorskip("docx")
+    from docx.enum.text import WD_BREAK
+
+    from aiayn.text.documents import translate_document
+
+    document = docx.Document()
+    run = document.add_paragraph().add_run("a dog runs")
+    run.add_break(WD_BREAK.PAGE)
+    run.add_text("a cat")
+    run.add_tab()
+    run.add_text("sleeps")
+    run.add_break()
+    run.add_text("the end")
+    data = io.BytesIO()
+    document.save(data)
+    out = docx.Document(io.BytesIO(translate_document(data.getvalue(), "docx", shout)))
+    xml = out.paragraphs[0]._p.xml
+    assert 'w:type="page"' in xml and xml.count("<w:br") == 2 and "<w:tab/>" in xml
+    texts = [e.text for e in out.paragraphs[0]._p.iter() if e.tag.endswith("}t")]
+    assert texts == ["A DOG RUNS", "A CAT", "SLEEPS", "THE END"]
+
+
+def test_a_slide_line_break_keeps_the_words_apart():
+    pptx = pytest.importorskip("pptx")
+    from pptx.util import Inches
+
+    from aiayn.text.documents import read_document, translate_document
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    frame = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame
+    frame.paragraphs[0].add_run().text = "a dog running"
+    frame.paragraphs[0].add_line_break()
+    frame.paragraphs[0].add_run().text = "along the river"
+    data = io.BytesIO()
+    deck.save(data)
+    assert read_document(data.getvalue(), "pptx").texts == ["a dog running along the river"]
+    out = pptx.Presentation(io.BytesIO(translate_document(data.getvalue(), "pptx", shout)))
+    paragraph = out.slides[0].shapes[0].text_frame.paragraphs[0]
+    assert "<a:br" in paragraph._p.xml.replace("<a:br/>", "<a:br")
+    assert [r.text for r in paragraph.runs] == ["A DOG RUNNING", "ALONG THE RIVER"]

@@ -20,14 +20,15 @@ from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph
 from docx.text.run import Run as WordRun
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.oxml.ns import qn as pptx_qn
+from pptx.text.text import _Run as _PptxRun
 
 from aiayn.text.documents.base import Limits, Run, RunDocument, check_package, reading
 
-# a Word run whose children are only these is rewritten by python-docx's ``Run.text``
-_PLAIN = frozenset(
-    qn(f"w:{tag}") for tag in ("rPr", "t", "tab", "br", "cr", "noBreakHyphen", "softHyphen")
-)
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+_TEXT = qn("w:t")
+_BREAKS = {qn("w:br"): "\n", qn("w:cr"): "\n", qn("w:tab"): "\t"}  # kept as they are
+_SLIDE_RUN, _SLIDE_BREAK = pptx_qn("a:r"), pptx_qn("a:br")
 
 
 def read_docx(data: bytes, what: str, limits: Limits) -> RunDocument:
@@ -64,11 +65,11 @@ def _blocks(blocks: Iterator[Paragraph | Table]) -> Iterator[Paragraph]:
         if isinstance(block, Paragraph):
             yield block
             continue
-        cells: set[int] = set()
+        cells: dict[int, object] = {}  # held, so that no id is reused by another cell
         for row in block.rows:
             for cell in row.cells:
                 if id(cell._tc) not in cells:  # a merged cell appears once per grid column
-                    cells.add(id(cell._tc))
+                    cells[id(cell._tc)] = cell._tc
                     yield from _blocks(cell.iter_inner_content())
 
 
@@ -80,23 +81,33 @@ def _text_boxes(element, parent) -> Iterator[Paragraph]:
 
 
 def _word_runs(paragraph: Paragraph) -> list[Run]:
+    """A paragraph's text as runs: each ``w:t`` of each run, its own; a line or page break
+    and a tab inside a run (``w:br``, ``w:cr``, ``w:tab``) are runs of their own, kept as
+    they are (a page break stays a page break), and so are pictures and fields beside the
+    text."""
     runs: list[WordRun] = []
     for item in paragraph.iter_inner_content():
         runs += item.runs if isinstance(item, Hyperlink) else [item]
-    return [Run(run.text, _word_put(run)) for run in runs]
+    out = []
+    for run in runs:
+        for child in run._r:
+            if child.tag == _TEXT:
+                out.append(Run(child.text or "", _text_put(child)))
+            elif child.tag in _BREAKS:
+                out.append(Run(_BREAKS[child.tag], _kept))
+    return out
 
 
-def _word_put(run: WordRun):
+def _text_put(element):
     def put(text: str) -> None:
-        if all(child.tag in _PLAIN for child in run._r):
-            run.text = text
-            return
-        texts = run._r.findall(qn("w:t"))  # a picture or a field beside the text: kept
-        for k, element in enumerate(texts):
-            element.text = text if k == 0 else ""
-            element.set(_XML_SPACE, "preserve")
+        element.text = text
+        element.set(_XML_SPACE, "preserve")
 
     return put
+
+
+def _kept(_: str) -> None:
+    return None
 
 
 def read_pptx(data: bytes, what: str, limits: Limits) -> RunDocument:
@@ -106,7 +117,7 @@ def read_pptx(data: bytes, what: str, limits: Limits) -> RunDocument:
         presentation = pptx.Presentation(io.BytesIO(data))
         limits.check(what, len(presentation.slides), limits.max_parts, "slides")
         segments = [
-            [Run(run.text, _pptx_put(run)) for run in paragraph.runs]
+            _slide_runs(paragraph)
             for frame in _frames(presentation)
             for paragraph in frame.paragraphs
         ]
@@ -130,6 +141,19 @@ def _shape_frames(shapes) -> Iterator:
             for cell in shape.table.iter_cells():
                 if not cell.is_spanned:  # a merged cell's text is in its origin cell
                     yield cell.text_frame
+
+
+def _slide_runs(paragraph) -> list[Run]:
+    """A slide paragraph's runs in order, a line break (``a:br``) a run of its own, kept
+    (``paragraph.runs`` leaves it out, and its words would glue together)."""
+    out = []
+    for child in paragraph._p:
+        if child.tag == _SLIDE_RUN:
+            run = _PptxRun(child, paragraph)
+            out.append(Run(run.text, _pptx_put(run)))
+        elif child.tag == _SLIDE_BREAK:
+            out.append(Run("\n", _kept))
+    return out
 
 
 def _pptx_put(run):
