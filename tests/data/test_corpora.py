@@ -276,3 +276,16 @@ def test_the_tatoeba_challenges_training_set_is_fetched_from_its_archive(mtdata_
         "Tatoeba-challenge-v20230926-eng-kor\tCC BY-NC-SA 4.0\t12\t" + mirror
         in (tmp_path / "corpus/sources.tsv").read_text()
     )
+
+
+def test_a_bad_language_code_is_refused_before_the_index_is_read(capsys, monkeypatch):
+    """``--pair en-xx`` is one line at once: the codes are checked on mtdata's ISO tables,
+    not after its corpus index has loaded (seconds to a minute)."""
+    import sys
+
+    from aiayn.cli import main
+
+    monkeypatch.delitem(sys.modules, "aiayn.data.corpora", raising=False)
+    assert main(["data", "corpora", "--pair", "en-xx"]) == 2
+    assert "'xx' is not a language code" in capsys.readouterr().err
+    assert "aiayn.data.corpora" not in sys.modules

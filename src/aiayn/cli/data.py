@@ -234,11 +234,13 @@ def _corpora(args: argparse.Namespace) -> int:
             "--from is for the named datasets; corpora come through mtdata (its cache: "
             "$MTDATA, by default ~/.mtdata)"
         )
+    from aiayn.data.language_pair import languages
+
+    src, tgt = languages(args.pair)  # a bad code is refused before the index is read
     log("reading mtdata's index of corpora (built on first use, about a minute)")
     with quiet_mtdata():
         from aiayn.data import corpora
 
-        src, tgt = corpora.languages(args.pair)
         server = args.mirror or corpora.CHALLENGE_SERVER
         index = corpora.load_index()
         if not args.get:

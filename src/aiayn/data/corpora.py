@@ -86,23 +86,6 @@ def load_index() -> Index:
     return Index.get_instance()
 
 
-def languages(pair: str) -> tuple[str, str]:
-    """``"en-ko"`` as ``("en", "ko")``, each a code mtdata knows (ISO 639-1 or -3).
-
-    Raises:
-        CorpusError: not two codes joined by ``-``, or a code no language has.
-    """
-    parts = pair.split("-")
-    if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise CorpusError(f"--pair {pair!r}: give two language codes, e.g. en-ko")
-    for code in parts:
-        try:
-            bcp47(code)
-        except (ValueError, AssertionError):
-            raise CorpusError(f"--pair {pair!r}: {code!r} is not a language code") from None
-    return parts[0], parts[1]
-
-
 def list_corpora(
     index: Index, src: str, tgt: str, *, server: str = CHALLENGE_SERVER
 ) -> list[Listing]:
