@@ -124,3 +124,14 @@ def test_aiayn_calibrate_fits_on_a_validation_set_and_writes_the_model_directory
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith("120 source lines but 1 references"), err
+
+
+def test_constant_confidences_are_one_error_and_no_library_warning():
+    import warnings
+
+    from aiayn.eval.calibration_fit import CalibrationError, fit_calibration
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's ConstantInputWarning would fail here
+        with pytest.raises(CalibrationError, match="does not rank"):
+            fit_calibration([0.5] * 60, [0.1 * (i % 7) for i in range(60)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from aiayn.cli.common import integer
+from aiayn.cli.common import integer, log
 
 
 def add_parsers(sub) -> None:
@@ -45,6 +45,10 @@ def add_parsers(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiayn.translate.shortlist_table import build_shortlist
 
+    log(
+        f"building the lexical table of {args.model} from the first {args.lines:,} pairs of "
+        f"{args.source} / {args.target} (about a minute for 200,000 pairs)..."
+    )
     path = build_shortlist(
         args.model,
         args.source,

@@ -70,7 +70,8 @@ def fit_calibration(
         )
     raw = np.clip(np.asarray(confidences, dtype=float), 1e-300, 1.0)
     target = np.asarray(chrf, dtype=float)
-    rho = float(spearmanr(raw, target).statistic)
+    constant = np.ptp(raw) == 0 or np.ptp(target) == 0  # no ranking (scipy would warn)
+    rho = math.nan if constant else float(spearmanr(raw, target).statistic)
     if not math.isfinite(rho) or rho <= 0:
         raise CalibrationError(
             f"the confidence does not rank the validation translations (Spearman {rho:.3f} "

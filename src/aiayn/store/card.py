@@ -298,6 +298,8 @@ def _limits(card: ModelCard, cfg: ModelConfig, tokenizer: TokenizerInfo | None) 
         "Knows only the vocabulary and domain of its training data; words outside them come "
         "out as pieces or `<unk>`. Not for text unlike that data"
         + (f" ({card.domain})" if card.domain else "")
-        + ": elsewhere it translates fluently and wrongly, with nothing to say so."
+        + ": elsewhere it can translate fluently and wrongly. Each translation's confidence "
+        "(`aiayn translate --scores`, the server's `confidence`) says which to check, and "
+        "`--min-confidence` gives back the source of those below it."
     )
     return limits + list(card.limits)
