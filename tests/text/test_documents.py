@@ -303,3 +303,33 @@ def test_a_slide_line_break_keeps_the_words_apart():
     paragraph = out.slides[0].shapes[0].text_frame.paragraphs[0]
     assert "<a:br" in paragraph._p.xml.replace("<a:br/>", "<a:br")
     assert [r.text for r in paragraph.runs] == ["A DOG RUNNING", "ALONG THE RIVER"]
+
+
+def test_tracked_insertions_content_controls_and_smart_tags_are_translated():
+    """Text in a tracked insertion (``w:ins``), a content control (``w:sdt``) and a smart
+    tag is part of its sentence; deleted text (``w:del``) is left as it was."""
+    docx = pytest.importorskip("docx")
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    from aiayn.text.documents import read_document, translate_document
+
+    def text(words: str) -> str:
+        return f"<w:r><w:t xml:space='preserve'>{words}</w:t></w:r>"
+
+    document = docx.Document()
+    paragraph = document.add_paragraph()
+    for xml in (
+        text("a dog "),
+        f"<w:ins w:id='1' w:author='a'>{text('runs ')}</w:ins>",
+        "<w:del w:id='2' w:author='a'><w:r><w:delText>walks </w:delText></w:r></w:del>",
+        f"<w:sdt><w:sdtContent>{text('in the ')}</w:sdtContent></w:sdt>",
+        f"<w:smartTag w:uri='u' w:element='place'>{text('park')}</w:smartTag>",
+    ):
+        paragraph._p.append(parse_xml(xml.replace(">", f" {nsdecls('w')}>", 1)))
+    data = io.BytesIO()
+    document.save(data)
+    assert read_document(data.getvalue(), "docx").texts == ["a dog runs in the park"]
+    out = docx.Document(io.BytesIO(translate_document(data.getvalue(), "docx", shout)))
+    xml = out.paragraphs[0]._p.xml
+    assert "RUNS" in xml and "IN THE" in xml and "PARK" in xml and "walks" in xml

@@ -16,9 +16,7 @@ import pptx
 from docx.document import Document as WordDocument
 from docx.oxml.ns import qn
 from docx.table import Table
-from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph
-from docx.text.run import Run as WordRun
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.oxml.ns import qn as pptx_qn
 from pptx.text.text import _Run as _PptxRun
@@ -28,6 +26,12 @@ from aiayn.text.documents.base import Limits, Run, RunDocument, check_package, r
 _XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 _TEXT = qn("w:t")
 _BREAKS = {qn("w:br"): "\n", qn("w:cr"): "\n", qn("w:tab"): "\t"}  # kept as they are
+# what a paragraph's walk does not enter: properties, deletions, text boxes (paragraphs of
+# their own) and the fallback copy of alternate content
+_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_NOT_TEXT = frozenset(
+    {*(qn(n) for n in ("w:pPr", "w:rPr", "w:del", "w:moveFrom", "w:txbxContent")), _FALLBACK}
+)
 _SLIDE_RUN, _SLIDE_BREAK = pptx_qn("a:r"), pptx_qn("a:br")
 
 
@@ -81,20 +85,22 @@ def _text_boxes(element, parent) -> Iterator[Paragraph]:
 
 
 def _word_runs(paragraph: Paragraph) -> list[Run]:
-    """A paragraph's text as runs: each ``w:t`` of each run, its own; a line or page break
-    and a tab inside a run (``w:br``, ``w:cr``, ``w:tab``) are runs of their own, kept as
-    they are (a page break stays a page break), and so are pictures and fields beside the
-    text."""
-    runs: list[WordRun] = []
-    for item in paragraph.iter_inner_content():
-        runs += item.runs if isinstance(item, Hyperlink) else [item]
+    """A paragraph's text as runs, in document order, wherever it stands: in runs, links,
+    tracked insertions, content controls, smart tags and fields. Each ``w:t`` is a run of
+    its own; a line or page break and a tab (``w:br``, ``w:cr``, ``w:tab``) are runs of
+    their own, kept as they are (a page break stays a page break), and so are pictures and
+    fields' codes. Deleted text (``w:del``) is left alone, and text boxes are paragraphs of
+    their own (``_text_boxes``)."""
     out = []
-    for run in runs:
-        for child in run._r:
-            if child.tag == _TEXT:
-                out.append(Run(child.text or "", _text_put(child)))
-            elif child.tag in _BREAKS:
-                out.append(Run(_BREAKS[child.tag], _kept))
+    stack = list(reversed(paragraph._p))  # the paragraph's children, walked in order
+    while stack:
+        node = stack.pop()
+        if node.tag == _TEXT:
+            out.append(Run(node.text or "", _text_put(node)))
+        elif node.tag in _BREAKS:
+            out.append(Run(_BREAKS[node.tag], _kept))
+        elif isinstance(node.tag, str) and node.tag not in _NOT_TEXT:
+            stack.extend(reversed(node))
     return out
 
 
