@@ -333,3 +333,18 @@ def test_tracked_insertions_content_controls_and_smart_tags_are_translated():
     out = docx.Document(io.BytesIO(translate_document(data.getvalue(), "docx", shout)))
     xml = out.paragraphs[0]._p.xml
     assert "RUNS" in xml and "IN THE" in xml and "PARK" in xml and "walks" in xml
+
+
+def test_a_heading_ends_as_its_source_does():
+    """A model that ends every translation with a full stop: a heading, a table cell and a
+    caption without one get none; a sentence keeps its own; an ellipsis stays."""
+    from aiayn.text.documents import read_document, translate_document
+
+    def with_stop(texts: list[str]) -> list[str]:
+        return [f"{t.upper().rstrip('.')}." for t in texts]
+
+    data = docx_bytes()
+    before = read_document(data, "docx").texts
+    after = read_document(translate_document(data, "docx", with_stop), "docx").texts
+    for source, translation in zip(before, after, strict=True):
+        assert translation.endswith(".") == source.endswith("."), (source, translation)

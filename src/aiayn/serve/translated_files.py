@@ -31,6 +31,7 @@ from aiayn.text.documents import (
     DocumentError,
     DocumentTooLarge,
     Limits,
+    ending_as_sources,
     format_for,
     read_document,
 )
@@ -144,6 +145,7 @@ async def translate_document_file(
             f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
         )
     translations = await translate(document.texts) if document.texts else []
+    translations = ending_as_sources(document.texts, translations)
     return await asyncio.to_thread(document.render, translations)
 
 

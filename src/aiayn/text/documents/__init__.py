@@ -17,6 +17,7 @@ text: no torch; ``translate`` is any function from texts to their translations.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -31,6 +32,7 @@ __all__ = [
     "DocumentTooLarge",
     "Format",
     "Limits",
+    "ending_as_sources",
     "format_for",
     "read_document",
     "translate_document",
@@ -129,4 +131,17 @@ def translate_document(
     translations = translate(document.texts) if document.texts else []
     if len(translations) != len(document.texts):
         raise ValueError(f"{len(translations)} translations for {len(document.texts)} texts")
-    return document.render(translations)
+    return document.render(ending_as_sources(document.texts, translations))
+
+
+FINAL_STOP = re.compile(r"(?<![.…])\.\s*$")  # one full stop at the end, not an ellipsis's
+SENTENCE_END = re.compile(r"[.!?…:;。！？]\s*$")
+
+
+def ending_as_sources(sources: list[str], translations: list[str]) -> list[str]:
+    """Each translation without the full stop a model adds where its source (a heading, a
+    table cell, a list item, a caption) ends without one."""
+    return [
+        FINAL_STOP.sub("", translation) if not SENTENCE_END.search(source) else translation
+        for source, translation in zip(sources, translations, strict=True)
+    ]
