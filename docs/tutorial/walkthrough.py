@@ -60,6 +60,7 @@ def show(figure, name: str) -> None:
     if FIGURES:
         save_figure(figure, Path(FIGURES) / name, close=False)
 
+
 torch.manual_seed(0)
 torch.set_num_threads(1)  # a small model: one thread is as fast, and fair to a busy machine
 
