@@ -87,7 +87,7 @@ class ServeSettings:
     threads: int = option(
         1,
         "threads per worker (1 on the CPU, where small batches use one core best; see "
-        "aiayn.serve.engine)",
+        "aiayn.workers.engines)",
         Whole(1, 1024),
         commands=SERVE,
     )
