@@ -126,6 +126,7 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.weight = linear.weight  # (O, I)
         self.bias = linear.bias  # (O,) or None
+        self._bias = None if linear.bias is None else linear.bias.detach()  # the same storage
         self.packed = _packed(linear.weight, None)
         self.reduce_range = reduces_range()
         inputs = linear.weight.size(1)
@@ -138,7 +139,9 @@ class Int8Linear(nn.Module):
         scale = flat.abs().amax(dim=1, keepdim=True).clamp(min=1e-12)  # (N, 1): each row's
         rows = torch.cat([flat / scale, self.bounds])  # (N + 2, I), all in [-1, 1]
         out = _product(rows, self.packed, reduce_range=self.reduce_range)[:-2]  # (N, O)
-        out = out.mul_(scale) if self.bias is None else torch.addcmul(self.bias, out, scale)
+        if self._bias is None:
+            return out.mul_(scale).view(*x.shape[:-1], out.size(-1))  # (..., O)
+        out = torch.addcmul(self._bias, out, scale, out=out)  # in place: b + s · out
         return out.view(*x.shape[:-1], out.size(-1))  # (..., O)
 
 
