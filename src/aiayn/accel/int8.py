@@ -106,17 +106,7 @@ def _product(x: Tensor, packed, *, reduce_range: bool) -> Tensor:
 
 class Int8Linear(nn.Module):
     """``y = x Wᵀ + b`` with W in int8 (one scale per output row, a snapshot taken at
-    construction) and x quantised at each call, each row by its own scale; float32 in and
-    out.
-
-    The kernel quantises all the rows of a call by one scale, from their joint range, so a
-    row's result would depend on the rows beside it: another sentence of the batch, another
-    client's request. Each row is therefore divided by its own largest magnitude, and two
-    rows of +1 and -1 join the call, so that the joint range is always [-1, 1]: every row is
-    quantised as it would be alone, and the product is scaled back per row, the bias added
-    after. Measured beside the joint scale, tiny held to AVX2 on a 2-core EPYC: greedy 361
-    against 368 sentences/s, beam 5 104 against 98, within the machine's noise
-    (``python bench/decode.py --sizes tiny --precisions int8 --isa avx2``).
+    construction) and x quantised at each call; float32 in and out.
 
     ``weight`` and ``bias`` stay the original float32 parameters (shared, not copied), so
     that code reading a layer's parameters still finds them.
@@ -126,22 +116,13 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.weight = linear.weight  # (O, I)
         self.bias = linear.bias  # (O,) or None
-        self._bias = None if linear.bias is None else linear.bias.detach()  # the same storage
-        self.packed = _packed(linear.weight, None)
+        self.packed = _packed(linear.weight, linear.bias)
         self.reduce_range = reduces_range()
-        inputs = linear.weight.size(1)
-        bounds = torch.tensor([[1.0], [-1.0]]).expand(2, inputs).clone()  # (2, I)
-        self.register_buffer("bounds", bounds, persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
         """(..., I) -> (..., O)."""
         flat = x.reshape(-1, x.size(-1)).float()  # (N, I)
-        scale = flat.abs().amax(dim=1, keepdim=True).clamp(min=1e-12)  # (N, 1): each row's
-        rows = torch.cat([flat / scale, self.bounds])  # (N + 2, I), all in [-1, 1]
-        out = _product(rows, self.packed, reduce_range=self.reduce_range)[:-2]  # (N, O)
-        if self._bias is None:
-            return out.mul_(scale).view(*x.shape[:-1], out.size(-1))  # (..., O)
-        out = torch.addcmul(self._bias, out, scale, out=out)  # in place: b + s · out
+        out = _product(flat, self.packed, reduce_range=self.reduce_range)  # (N, O)
         return out.view(*x.shape[:-1], out.size(-1))  # (..., O)
 
 
