@@ -8,8 +8,9 @@ the first waiting request and every queued request with the same search options,
 ``batch_tokens`` source tokens, and while its batch is smaller than its previous one it waits
 (at most ``max_wait_ms``) for more: under load those clients send their next request as
 soon as they have their answer, and a lone client never waits. aiayn's search treats every
-sentence alone (its beams, its length limit, its stopping), so what a request gets never
-depends on what it was batched with.
+sentence alone (its beams, its length limit, its stopping, its shortlist rows), so in fp32
+and bf16 what a request gets does not depend on what it was batched with; in int8 it can,
+in close calls: a call's activations share one quantisation scale.
 
 Several decoders of one thread each, rather than one of several threads, is the CPU default
 (as CTranslate2's ``inter_threads``): small batches use one core well and several poorly. On
