@@ -1153,6 +1153,8 @@ def test_bad_input_gets_one_clear_line(world, tmp_path, capsys, setup, argv, wor
     if setup is not None:
         setup(world, tmp_path)
     argv = [a.replace("{w}", str(world)).replace("{t}", str(tmp_path)) for a in argv]
+    if argv[0] == "serve" and "--port" not in argv:  # a free port: cases run side by side
+        argv = [*argv, "--port", "0"]
     status, _ = _run(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2, err
