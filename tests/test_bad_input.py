@@ -283,6 +283,8 @@ TRANSLATE = ["translate", "--model", "{w}/run/best", "-i", "{w}/in.txt"]
 PREPARE = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--valid", "{w}/bad/valid"]
 GENERATE = ["generate", "--model", "{w}/lmrun/best", "--max-new-tokens", "3"]
 PLOT_ATT = ["plot", "attention", "--model", "{w}/run/best", "--src", "the dog"]
+CALIBRATE = ["calibrate", "{w}/run/best", "--src", "{w}/in.txt", "--ref", "{w}/in.txt"]
+DISTILL = ["distill", "{w}/run/best", "{w}/in.txt", "--out", "{t}/d"]
 TRAIN = ["train", "{t}/train.toml"]
 VOCAB_FROM = ["prepare", "--src-lang", "src", "--tgt-lang", "tgt", "--train", "{w}/corpus/train"]
 VOCAB_FROM += ["--valid", "{w}/corpus/valid", "--out", "{t}/d", "--vocab-from"]
@@ -984,6 +986,34 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
         "no API key",
     ),
     ("serve: --max-wait-ms -1", NONE, [*SERVE, "--max-wait-ms", "-1"], "--max-wait-ms"),
+    ("serve: --profile turbo", NONE, [*SERVE, "--profile", "turbo"], "--profile"),
+    ("serve: --workers 0", NONE, [*SERVE, "--workers", "0"], "--workers"),
+    ("serve: --max-file-mb 21", NONE, [*SERVE, "--max-file-mb", "21"], "--max-file-mb"),
+    ("serve: --max-file-mb 0", NONE, [*SERVE, "--max-file-mb", "0"], "--max-file-mb"),
+    ("serve: --file-expiry 0", NONE, [*SERVE, "--file-expiry", "0"], "--file-expiry"),
+    (
+        "serve: --max-alternatives -1",
+        NONE,
+        [*SERVE, "--max-alternatives", "-1"],
+        "--max-alternatives",
+    ),
+    (
+        "serve: --max-tokens-limit x",
+        NONE,
+        [*SERVE, "--max-tokens-limit", "x"],
+        "--max-tokens-limit",
+    ),
+    ("calibrate --beam 0", NONE, [*CALIBRATE, "--beam", "0"], "--beam"),
+    (
+        "calibrate --min-confidence 2",
+        NONE,
+        [*CALIBRATE, "--min-confidence", "2"],
+        "--min-confidence",
+    ),
+    ("calibrate: too few lines", NONE, CALIBRATE, "a calibration needs at least 50"),
+    ("distill --alpha -1", NONE, [*DISTILL, "--alpha", "-1"], "--alpha"),
+    ("distill --stopping soon", NONE, [*DISTILL, "--stopping", "soon"], "--stopping"),
+    ("distill --out a file", file_at("taken"), [*DISTILL[:-1], "{t}/taken"], "is not a directory"),
     ("serve: --queue-size 0", NONE, [*SERVE, "--queue-size", "0"], "--queue-size"),
     ("serve: two models, one pair", NONE, [*SERVE, "--model", "{w}/run/best"], "a second model"),
     (
