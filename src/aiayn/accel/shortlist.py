@@ -48,23 +48,19 @@ class Shortlist:
         rows = torch.cat([best[best >= 0], self.frequent, fixed]).unique()  # sorted
         return rows.to(src.device)
 
-    def allowed(
-        self,
-        src: Tensor,
-        rows: Tensor,
-        k: int,
-        specials: SpecialIds,
-        extra: Sequence[Iterable[int]] = (),
-    ) -> Tensor:
-        """(B, K') bool: which of ``rows`` (the batch's, ``rows``) each of the (B, S)
-        sentences decodes over: the rows it would have alone (its own ids' ``k`` best, the
-        frequent ones, ``specials`` and its ``extra``), so that its translation does not
-        depend on its batch-mates."""
+    def by_sentence(
+        self, src: Tensor, k: int, specials: SpecialIds, extra: Sequence[Iterable[int]] = ()
+    ) -> tuple[Tensor, Tensor]:
+        """The (K',) sorted rows the batch of (B, S) sources decodes over, the union of the
+        rows each sentence would have alone (``rows``, with its own ``extra``), and the
+        (B, K') bool of each sentence's own: its translation does not depend on its
+        batch-mates."""
         own = [
             self.rows(src[b : b + 1], k, specials, extra[b] if extra else ())
             for b in range(src.size(0))
         ]
-        return torch.stack([torch.isin(rows, mine) for mine in own])  # (B, K')
+        rows = torch.cat(own).unique()  # sorted
+        return rows, torch.stack([torch.isin(rows, mine) for mine in own])  # (K',), (B, K')
 
 
 class Hidden(Protocol):

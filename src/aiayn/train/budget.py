@@ -6,7 +6,9 @@ progress across ranks and logs the plan."""
 from __future__ import annotations
 
 
-def budget_share(update: int, max_updates: int, seconds: float, max_minutes: float) -> tuple:
+def budget_share(
+    update: int, max_updates: int, seconds: float, max_minutes: float
+) -> tuple[float, float | None]:
     """(updates' share of ``max_updates``, training time's share of ``max_minutes`` or
     None without a time budget): the run's progress is the further of the two."""
     return update / max_updates, (seconds / (60.0 * max_minutes) if max_minutes else None)

@@ -421,8 +421,7 @@ class Translator:
         if options.shortlist and self.shortlist is not None:
             table, k, specials = self.shortlist, options.shortlist, self.model.specials
             extra = [[t for piece in terms for t in piece] for terms in constraints or ()]
-            rows = table.rows(src, k, specials, [t for own in extra for t in own])
-            allowed = table.allowed(src, rows, k, specials, extra)  # each sentence its own
+            rows, allowed = table.by_sentence(src, k, specials, extra)  # each sentence its own
             stepper = ShortlistStepper(stepper, rows, self.model.output.weight.size(0), allowed)
         found = search(
             stepper,
