@@ -277,6 +277,14 @@ class SearchOptions:
         request="min_confidence",
         metavar="X",
     )
+    retranslate: bool = option(
+        False,
+        "localisation files (PO, XLIFF): translate the units that hold a translation "
+        "already too (default: they are kept as they are)",
+        Flag(),
+        request="retranslate",
+        commands=("translate", "serve"),
+    )
 
     def __post_init__(self) -> None:
         """The one validation of the decoding settings, wherever they come from.

@@ -153,7 +153,11 @@ def test_formats_are_found_by_suffix():
     assert format_for("Report.DOCX").name == "docx"
     assert format_for("notes.md").name == "markdown"
     assert format_for("a.txt") is None
-    assert set(FORMATS) == {"docx", "pptx", "odt", "odp", "epub", "html", "srt", "vtt", "markdown"}
+    assert format_for("de.PO").name == "po" and format_for("strings.xml").name == "android"
+    documents = {"docx", "pptx", "odt", "odp", "epub", "html", "srt", "vtt", "markdown"}
+    catalogues = {"po", "xliff", "json", "arb", "yaml", "android", "properties"}
+    assert set(FORMATS) == documents | catalogues
+    assert {n for n, f in FORMATS.items() if f.localisation} == catalogues
 
 
 def test_unknown_format_and_broken_text_are_one_line():

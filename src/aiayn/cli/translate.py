@@ -66,8 +66,9 @@ def add_parsers(sub) -> None:
         choices=FORMAT_CHOICES,
         help="text: one text a line; html: each line is an HTML document; a document format "
         f"({', '.join(FORMAT_CHOICES[2:])}): the whole --input is one document, translated "
-        "with its formatting kept (default: by --input's suffix, e.g. .docx, .srt, .md, "
-        ".html; else text)",
+        "with its formatting kept, or a localisation file, its keys and placeholders kept "
+        "(default: by --input's suffix, e.g. .docx, .srt, .md, .html, .po, .xlf, .json; "
+        "else text)",
     )
     t.add_argument(
         "--scores",
@@ -268,6 +269,7 @@ def _translate_document(translator, document: str, options, args: argparse.Names
         limits=LOCAL_LIMITS,
         warn=log,
         target_token=args.target_token,
+        report=log,
     )
     _write(args.output, out)
     log(f"translated {what} ({document}) in {time.perf_counter() - start:.1f}s")

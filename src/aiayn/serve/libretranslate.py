@@ -37,6 +37,8 @@ from aiayn.serve.translated_files import (
     media_type,
     translate_document_file,
 )
+from aiayn.text.documents import Translated
+from aiayn.translate.document_texts import document_options, reviewed
 from aiayn.translate.translator import SearchOptions
 
 FRONTEND_TIMEOUT_MS = 500  # what LibreTranslate's page waits after typing before it translates
@@ -150,17 +152,29 @@ async def translate_file(request: Request) -> dict[str, str]:
         text = checks.file_text(await read_upload(upload, 4 * limit + 3), limit)
         language = _source(service, source, text, target)
         content = (await _translate_lines(service, language, target, text, options)).encode()
+        summary = None
     else:
+        text_options = document_options(options, document)
 
-        async def translate(texts: list[str]) -> list[str]:
+        async def translate(texts: list[str]) -> list[Translated]:
             language = _source(service, source, texts, target)
-            found = await service.translate_each(texts, [language] * len(texts), target, options)
-            return [h[0].text for h in found]
+            languages = [language] * len(texts)
+            found = await service.translate_each(texts, languages, target, text_options)
+            return reviewed(found, options.min_confidence)
 
         data = await read_upload(upload, settings.max_file_bytes)
-        content = await translate_document_file(data, document, filename, settings, translate)
+        content, summary = await translate_document_file(
+            data,
+            document,
+            filename,
+            settings,
+            translate,
+            retranslate=options.retranslate,
+            target=target,
+        )
     name = await asyncio.to_thread(service.files.add, filename, content)
-    return {"translatedFileUrl": str(request.url_for("download_file", name=name))}
+    answer = {"translatedFileUrl": str(request.url_for("download_file", name=name))}
+    return answer if summary is None else {**answer, "summary": summary}
 
 
 async def download_file(request: Request, name: str) -> Response:

@@ -31,9 +31,10 @@ from aiayn.text.documents import (
     DocumentError,
     DocumentTooLarge,
     Limits,
-    ending_as_sources,
+    Translated,
     format_for,
     read_document,
+    render,
 )
 
 FILE_FORMATS = (".txt", *(s for f in FORMATS.values() for s in f.suffixes))
@@ -123,10 +124,14 @@ async def translate_document_file(
     format: str,
     filename: str,
     settings: ServeSettings,
-    translate: Callable[[list[str]], Awaitable[list[str]]],
-) -> bytes:
+    translate: Callable[[list[str]], Awaitable[list[Translated]]],
+    *,
+    retranslate: bool = False,
+    target: str | None = None,
+) -> tuple[bytes, str | None]:
     """An uploaded document translated by ``translate`` (its texts, all in one call),
-    within the server's bounds and ``--char-limit`` characters of text.
+    within the server's bounds and ``--char-limit`` characters of text, and a localisation
+    file's summary line (``aiayn.text.documents.translate_document``).
 
     Raises:
         ApiError: 413 over a bound (``data`` None: more bytes than ``--max-file-mb``).
@@ -138,20 +143,30 @@ async def translate_document_file(
         )
     if not data:
         raise BadRequest("Invalid request: empty file")
-    document = await asyncio.to_thread(_read, data, format, filename, settings)
+    document = await asyncio.to_thread(_read, data, format, filename, settings, retranslate)
     size = sum(len(t) for t in document.texts)
     if size > settings.char_limit:
         raise BadRequest(
             f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
         )
-    translations = await translate(document.texts) if document.texts else []
-    translations = ending_as_sources(document.texts, translations)
-    return await asyncio.to_thread(document.render, translations)
-
-
-def _read(data: bytes, format: str, filename: str, settings: ServeSettings) -> Document:
+    found = await translate(document.texts) if document.texts else []
+    summary: list[str] = []
     try:
-        return read_document(data, format, what=filename, limits=limits(settings))
+        content = await asyncio.to_thread(
+            render, document, found, target=target, report=summary.append
+        )
+    except DocumentError as e:
+        raise BadRequest(f"Invalid request: {e}") from None
+    return content, (summary[0] if summary else None)
+
+
+def _read(
+    data: bytes, format: str, filename: str, settings: ServeSettings, retranslate: bool
+) -> Document:
+    try:
+        return read_document(
+            data, format, what=filename, limits=limits(settings), retranslate=retranslate
+        )
     except DocumentTooLarge as e:
         raise ApiError(413, f"Invalid request: {e}") from None
     except DocumentError as e:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from aiayn.errors import AiaynError
 from aiayn.search_options import SearchOptions
-from aiayn.text.documents import Limits, translate_document
+from aiayn.text.documents import Limits, Translated, translate_document
+from aiayn.translate.document_texts import document_options, reviewed
 
 if TYPE_CHECKING:  # aiayn --help starts without torch
     from aiayn.translate.translator import Translation, Translator
@@ -166,13 +167,24 @@ class RoutedTranslator:
         limits: Limits,
         warn,
         target_token=None,
+        target: str | None = None,
+        report: Callable[[str], None] | None = None,
     ) -> bytes:
         """A document, its language found on all its text together (``auto``)."""
-        text_options = dataclasses.replace(options, nbest=1, format="text")
+        text_options = document_options(options, format)
 
-        def translate(texts: list[str]) -> list[str]:
+        def translate(texts: list[str]) -> list[Translated]:
             source = self.languages(["\n".join(texts)])[0]
             found = self._through(source, texts, text_options, warn, target_token)
-            return [hyps[0].text for hyps in found]
+            return reviewed(found, options.min_confidence)
 
-        return translate_document(data, format, translate, what=what, limits=limits)
+        return translate_document(
+            data,
+            format,
+            translate,
+            what=what,
+            limits=limits,
+            retranslate=options.retranslate,
+            target=target or self.target,
+            report=report,
+        )

@@ -21,13 +21,14 @@ from aiayn.runtime import decoding_precision
 from aiayn.search_options import SearchOptions
 from aiayn.store import load_model
 from aiayn.text.case import in_known_case, is_shouted
-from aiayn.text.documents import Limits, translate_document
+from aiayn.text.documents import Limits, Translated, translate_document
 from aiayn.text.documents.base import DEFAULT_LIMITS
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
 from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
 from aiayn.translate.batches import length_batches, pad, search
 from aiayn.translate.calibration import Calibration, read_calibration
+from aiayn.translate.document_texts import document_options, reviewed
 from aiayn.translate.inputs import (
     TranslationError,
     check_computes,
@@ -310,22 +311,37 @@ class Translator:
         limits: Limits = DEFAULT_LIMITS,
         warn: Callable[[str], None] = LOGGER.warning,
         target_token: str | None = None,
+        target: str | None = None,
+        report: Callable[[str], None] | None = None,
     ) -> bytes:
         """A whole document (``format``: a name in ``aiayn.text.documents.FORMATS``: docx,
-        pptx, odt, odp, epub, html, srt, vtt, markdown) translated, its formatting kept:
+        pptx, odt, odp, epub, html, srt, vtt, markdown, and the localisation files po, xliff,
+        json, arb, yaml, android, properties) translated, its formatting kept:
         ``aiayn.text.documents.translate_document`` with this model's best translations.
+        A localisation file is written in ``target`` (default: the model's target
+        language), its units below ``options.min_confidence`` marked for review, and its
+        summary line given to ``report``.
 
         Raises:
             DocumentError: the document is broken, hostile, of another format or over
                 ``limits`` (``DocumentTooLarge``).
         """
-        text_options = dataclasses.replace(options, nbest=1, format="text")
+        text_options = document_options(options, format)
 
-        def translate(texts: list[str]) -> list[str]:
+        def translate(texts: list[str]) -> list[Translated]:
             found = self.translate(texts, text_options, warn=warn, target_token=target_token)
-            return [hyps[0].text for hyps in found]
+            return reviewed(found, options.min_confidence)
 
-        return translate_document(data, format, translate, what=what, limits=limits)
+        return translate_document(
+            data,
+            format,
+            translate,
+            what=what,
+            limits=limits,
+            retranslate=options.retranslate,
+            target=target or self.tgt_lang,
+            report=report,
+        )
 
     def _translate_texts(
         self,

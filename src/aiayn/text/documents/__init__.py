@@ -1,5 +1,7 @@
 """Whole documents in, the same documents translated out: Word, PowerPoint, OpenDocument
-text and presentations, EPUB e-books, HTML pages, SubRip and WebVTT subtitles, Markdown.
+text and presentations, EPUB e-books, HTML pages, SubRip and WebVTT subtitles, Markdown, and
+an application's localisation files (PO, XLIFF, JSON, ARB, YAML, Android strings, Java
+properties: ``catalogue``).
 
 Each format is read by a well-kept library (``aiayn[documents]``), never by hand: the
 document becomes *segments* (paragraphs, table cells, headers and footers, slide notes,
@@ -21,9 +23,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from aiayn.text.documents.base import DEFAULT_LIMITS, DocumentError, DocumentTooLarge, Limits
+from aiayn.text.documents.catalogue import Catalogue
 
 __all__ = [
     "FORMATS",
@@ -32,9 +35,11 @@ __all__ = [
     "DocumentTooLarge",
     "Format",
     "Limits",
+    "Translated",
     "ending_as_sources",
     "format_for",
     "read_document",
+    "render",
     "translate_document",
 ]
 
@@ -48,15 +53,29 @@ class Document(Protocol):
     def render(self, translations: Sequence[str]) -> bytes: ...
 
 
+class Translated(NamedTuple):
+    """A text's translation, and whether its confidence is too low (``review``): a
+    localisation file marks it for review, a document keeps the source text instead."""
+
+    text: str
+    review: bool = False
+
+
 @dataclass(frozen=True)
 class Format:
     """A document format: its name, file suffixes, media type and reader
-    (``module:function``, taking the bytes, a name for messages and the ``Limits``)."""
+    (``module:function``, taking the bytes, a name for messages and the ``Limits``; a
+    localisation file's: ``catalogue:KIND``, a kind of ``catalogue.KINDS``)."""
 
     name: str
     suffixes: tuple[str, ...]
     media_type: str
     reader: str
+
+    @property
+    def localisation(self) -> bool:
+        """Whether the format is an application's message catalogue."""
+        return self.reader.startswith("catalogue:")
 
 
 _OOXML = "application/vnd.openxmlformats-officedocument"
@@ -78,8 +97,16 @@ FORMATS = {
             "text/markdown; charset=utf-8",
             "markdown:read_markdown",
         ),
+        Format("po", (".po", ".pot"), "text/x-gettext-translation; charset=utf-8", "catalogue:po"),
+        Format("xliff", (".xlf", ".xliff"), "application/xliff+xml", "catalogue:xliff"),
+        Format("json", (".json",), "application/json", "catalogue:json"),
+        Format("arb", (".arb",), "application/json", "catalogue:arb"),
+        Format("yaml", (".yml", ".yaml"), "application/yaml; charset=utf-8", "catalogue:yaml"),
+        Format("android", (".xml",), "application/xml", "catalogue:android"),
+        Format("properties", (".properties",), "text/x-java-properties", "catalogue:properties"),
     )
 }
+L10N = "translate-toolkit babel ruamel.yaml"  # the localisation formats' libraries
 
 
 def format_for(filename: str) -> Format | None:
@@ -89,10 +116,16 @@ def format_for(filename: str) -> Format | None:
 
 
 def read_document(
-    data: bytes, format: str, *, what: str = "document", limits: Limits = DEFAULT_LIMITS
+    data: bytes,
+    format: str,
+    *,
+    what: str = "document",
+    limits: Limits = DEFAULT_LIMITS,
+    retranslate: bool = False,
 ) -> Document:
     """``data`` read as a ``format`` document (a name in ``FORMATS``); ``what`` names it in
-    errors (a file name).
+    errors (a file name). A localisation file's units that hold a translation already are
+    kept as they are, unless ``retranslate``.
 
     Raises:
         DocumentError: an unknown format, a document that is broken, hostile or of another
@@ -108,30 +141,67 @@ def read_document(
         )
     limits.check(what, len(data), limits.max_bytes, "bytes")
     module, function = FORMATS[format].reader.split(":")
+    extra = "l10n" if FORMATS[format].localisation else "documents"
     try:
-        reader = getattr(importlib.import_module(f"aiayn.text.documents.{module}"), function)
+        reader = importlib.import_module(f"aiayn.text.documents.{module}")
+        if extra == "l10n":
+            importlib.import_module("translate.storage.base")
+            kind = reader.KINDS[function]
+            return reader.read_catalogue(data, what, limits, kind, retranslate=retranslate)
     except ImportError as e:
         raise DocumentError(
-            f"{what}: {format} documents need {e.name} (pip install 'aiayn[documents]')"
+            f"{what}: {format} files need {e.name} (pip install 'aiayn[{extra}]')"
         ) from None
-    return reader(data, what, limits)
+    return getattr(reader, function)(data, what, limits)
 
 
 def translate_document(
     data: bytes,
     format: str,
-    translate: Callable[[list[str]], list[str]],
+    translate: Callable[[list[str]], Sequence[str | Translated]],
     *,
     what: str = "document",
     limits: Limits = DEFAULT_LIMITS,
+    retranslate: bool = False,
+    target: str | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> bytes:
     """``data`` (a ``format`` document) with its texts translated by ``translate`` (all in
-    one call; not called when the document has no text); see ``read_document``."""
-    document = read_document(data, format, what=what, limits=limits)
-    translations = translate(document.texts) if document.texts else []
-    if len(translations) != len(document.texts):
-        raise ValueError(f"{len(translations)} translations for {len(document.texts)} texts")
-    return document.render(ending_as_sources(document.texts, translations))
+    one call; not called when the document has no text); see ``read_document``.
+
+    A translation to ``review`` is written as such in a localisation file and replaced by
+    its source in a document. A localisation file takes ``target``, its language's code,
+    for its plural forms and its header; ``report`` gets its one-line summary.
+    """
+    document = read_document(data, format, what=what, limits=limits, retranslate=retranslate)
+    if not document.texts:
+        return render(document, [], target=target, report=report)
+    found = [Translated(t) if isinstance(t, str) else t for t in translate(document.texts)]
+    if len(found) != len(document.texts):
+        raise ValueError(f"{len(found)} translations for {len(document.texts)} texts")
+    return render(document, found, target=target, report=report)
+
+
+def render(
+    document: Document,
+    found: Sequence[Translated],
+    *,
+    target: str | None = None,
+    report: Callable[[str], None] | None = None,
+) -> bytes:
+    """``document`` with its ``found`` translations in place (see ``translate_document``)."""
+    texts = [t.text for t in found]
+    if not isinstance(document, Catalogue):
+        kept = [s if t.review else t.text for s, t in zip(document.texts, found, strict=True)]
+        return document.render(ending_as_sources(document.texts, kept))
+    out = document.render(
+        ending_as_sources(document.texts, texts),
+        review=[t.review for t in found],
+        target=target,
+    )
+    if report is not None:
+        report(document.summary)
+    return out
 
 
 FINAL_STOP = re.compile(r"(?<![.…])\.\s*$")  # one full stop at the end, not an ellipsis's

@@ -119,7 +119,7 @@ def check_package(
     for member in members:
         xml = member.filename.lower().endswith(XML_SUFFIXES)
         with reading(what, kind):
-            if _declares_entities(_unpacked(package, member, what, keep=xml)):
+            if declares_entities(_unpacked(package, member, what, keep=xml)):
                 raise DocumentError(
                     f"{what}: {member.filename} declares XML entities (refused: entity expansion)"
                 )
@@ -129,7 +129,7 @@ def check_package(
 ENTITY_DECLARATIONS = tuple("<!ENTITY".encode(code) for code in ("utf-8", "utf-16-le", "utf-16-be"))
 
 
-def _declares_entities(xml: bytes) -> bool:
+def declares_entities(xml: bytes) -> bool:
     """Whether an XML member declares an entity, in UTF-8 or UTF-16 (either byte order)."""
     return any(declaration in xml for declaration in ENTITY_DECLARATIONS)
 

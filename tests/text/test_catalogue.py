@@ -1,0 +1,209 @@
+"""Localisation files round-trip: each format's file, translated by a stand-in that keeps
+placeholders, opens in its own library with every unit's key, context, notes and order kept,
+its source untouched, its targets translated in the target language's plural forms, its
+low-confidence units marked for review, and a unit that would lose a placeholder left
+untranslated. PO passes ``msgfmt --check`` where gettext is installed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from aiayn.text.documents import DocumentError, Translated, read_document, translate_document
+from aiayn.text.documents.catalogue import KINDS
+from aiayn.text.documents.messages import icu_message, placeholders
+
+from .catalogues import FILES, format_of, shout_words
+
+pytest.importorskip("translate.storage.po", reason="the l10n extra is a dev dependency")
+
+
+def _units(data: bytes, name: str):
+    """(key, context, notes, source) of every unit, in order, and each unit's target (a
+    Java properties file's value is its source to translate-toolkit)."""
+    store = KINDS[format_of(name)].parse(data)
+    units = [u for u in store.units if not u.isheader()]
+    shape = [(u.getid(), u.getcontext(), u.getnotes(), str(u.source)) for u in units]
+    return shape, [u.target or u.source for u in units]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_round_trip_changes_only_the_targets(name):
+    source = FILES[name]
+    out = translate_document(source, format_of(name), shout_words, target="de")
+    before, _ = _units(source, name)
+    after, targets = _units(out, name)
+    if format_of(name) in ("po", "xliff"):
+        assert after == before
+    else:  # one language's file: its values are the translations
+        assert [key for key, *_ in after] == [key for key, *_ in before]
+    assert any(re.search(r"\b[A-Z]{4,}\b", str(t)) for t in targets)  # OPEN, HELLO
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_placeholder_comes_back_byte_for_byte(name):
+    """Each translated unit holds exactly its source's placeholders, in every form."""
+    source = FILES[name]
+    out = translate_document(source, format_of(name), shout_words, target="ru")
+    store = KINDS[format_of(name)].parse(out)
+    checked = 0
+    for unit in store.units:
+        target = unit.target or unit.source
+        if unit.isheader() or not isinstance(target, str) or not any(c.isupper() for c in target):
+            continue
+        sources = [str(s) for s in getattr(unit.source, "strings", [unit.source])]
+        for form in getattr(target, "strings", [target]):
+            assert any(placeholders(form) == placeholders(s) for s in sources), (form, sources)
+            checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize(("target", "forms"), [("de", 2), ("ru", 3), ("ko", 1), ("ar", 6)])
+def test_po_plural_forms_are_the_target_language_s(target, forms):
+    out = translate_document(FILES["po"], "po", shout_words, target=target).decode()
+    assert f'"Language: {target}\\n"' in out and f"nplurals={forms};" in out
+    plural = out[out.index('msgid "One note was deleted."') :].split("\n\n")[0]
+    assert plural.count("msgstr[") == forms
+    if forms > 1:
+        assert "ONE NOTE WAS DELETED." in plural  # the form a count of 1 takes
+    assert "%(count)d NOTES WERE DELETED." in plural
+
+
+@pytest.mark.skipif(shutil.which("msgfmt") is None, reason="gettext's msgfmt is not installed")
+@pytest.mark.parametrize("target", ["de", "ru", "ja"])
+def test_a_translated_po_passes_msgfmt_check(tmp_path, target):
+    path = tmp_path / f"{target}.po"
+    path.write_bytes(translate_document(FILES["po"], "po", shout_words, target=target))
+    run = subprocess.run(
+        ["msgfmt", "--check", "-o", "/dev/null", str(path)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+
+
+def test_po_keeps_context_comments_obsolete_units_and_translations():
+    out = translate_document(FILES["po"], "po", shout_words, target="de").decode()
+    assert 'msgctxt "menu"\nmsgid "Open %s"\nmsgstr "OPEN %s"' in out
+    assert "#. The menu entry that opens a note\n#: notes/menu.py:12" in out
+    assert 'msgid "Saved"\nmsgstr "Gespeichert"' in out  # translated already: kept
+    assert '#~ msgid "Old string"' in out
+    assert "#, fuzzy, python-format" in out  # the low-confidence unit, marked for review
+    assert 'msgstr "HELLO {name}, YOU HAVE <b>NEW</b> MESSAGES."' in out
+
+
+def test_retranslate_redoes_units_that_hold_a_translation():
+    kept = read_document(FILES["po"], "po")
+    redone = read_document(FILES["po"], "po", retranslate=True)
+    assert "Saved" not in kept.texts and "Saved" in redone.texts
+    out = translate_document(FILES["po"], "po", shout_words, retranslate=True).decode()
+    assert 'msgid "Saved"\nmsgstr "SAVED"' in out
+
+
+def test_a_summary_line_counts_translated_kept_review_and_untranslated():
+    lines: list[str] = []
+    translate_document(FILES["po"], "po", shout_words, what="de.po", report=lines.append)
+    assert lines == ["de.po: 3 units translated (1 marked for review), 1 already translated (kept)"]
+    lines.clear()
+    translate_document(FILES["properties"], "properties", shout_words, report=lines.append)
+    assert lines[0].startswith("document: 2 units translated, 1 left untranslated: notes.deleted")
+
+
+def test_xliff_keeps_inline_markup_and_marks_states():
+    def unsure_greeting(texts: list[str]) -> list[Translated]:
+        return [Translated(t.text, "HELLO" in t.text) for t in shout_words(texts)]
+
+    one = translate_document(FILES["xliff"], "xliff", unsure_greeting, target="fr").decode()
+    assert 'target-language="fr"' in one
+    assert '<target state="translated">OPEN <g id="1">%s</g> NOW</target>' in one
+    assert '<target state="needs-review-translation">HELLO {name} &amp; WELCOME</target>' in one
+    assert '<target state="translated">Gespeichert</target>' in one
+    two = translate_document(FILES["xliff-2"], "xliff", unsure_greeting, target="fr").decode()
+    assert 'trgLang="fr"' in two and '<target>OPEN <pc id="1">{0}</pc> NOW</target>' in two
+    assert two.count('state="initial"') == 1 and two.count('state="translated"') == 1
+
+
+def test_i18next_json_gets_the_target_s_plural_keys_and_keeps_other_values():
+    def sure(texts):
+        return [t.text for t in shout_words(texts)]
+
+    out = json.loads(translate_document(FILES["json"], "json", sure, target="ru"))
+    notes = out["notes"]
+    assert [k for k in notes if k.startswith("deleted_")] == [
+        "deleted_one",
+        "deleted_few",
+        "deleted_many",
+        "deleted_other",
+    ]
+    assert notes["deleted_one"] == "ONE NOTE WAS DELETED"
+    assert notes["deleted_few"] == notes["deleted_other"] == "{{count}} NOTES WERE DELETED"
+    assert notes["summary"] == "{count, plural, one {# NOTE} other {# NOTES}} IN $t(menu.open)"
+    assert out["version"] == 3 and out["enabled"] is True
+
+
+def test_a_low_confidence_unit_of_a_one_language_file_stays_in_its_source():
+    out = json.loads(translate_document(FILES["json"], "json", shout_words, target="de"))
+    assert out["notes"]["deleted_one"] == "One note was deleted"
+    assert out["menu"]["close"] == "CLOSE"
+
+
+def test_rails_yaml_is_rooted_at_the_target_language():
+    out = translate_document(
+        FILES["yaml"], "yaml", lambda t: [x.upper() for x in t], target="pt-BR"
+    )
+    assert out.decode().startswith("pt-BR:\n") and "OPEN %{NAME}" not in out.decode()
+
+
+def test_android_keeps_untranslatable_strings_markup_and_escapes():
+    out = translate_document(FILES["android"], "android", shout_words, target="de").decode()
+    assert '<string name="app_name" translatable="false">Notes</string>' in out
+    assert '<string name="open">OPEN <b>%1$s</b> NOW</string>' in out
+    assert "HELLO %1$s, IT\\'S &lt;new&gt;" in out
+    assert "<!-- The menu entry -->" in out
+
+
+def test_arb_names_its_locale_and_translates_inside_icu():
+    out = json.loads(translate_document(FILES["arb"], "arb", shout_words, target="de"))
+    assert out["@@locale"] == "de" and out["@openNote"]["description"] == "The menu entry"
+    assert out["notesCount"] == "{count, plural, =0{NO NOTES} one{ONE NOTE} other{{count} NOTES}}"
+
+
+def test_a_translation_that_loses_a_placeholder_leaves_its_unit_untranslated():
+    def careless(texts):
+        return [t.replace("%s", "").replace("{name}", "{nom}") for t in texts]
+
+    lines: list[str] = []
+    out = translate_document(FILES["po"], "po", careless, target="de", report=lines.append)
+    assert 'msgid "Open %s"\nmsgstr ""' in out.decode()
+    assert "left untranslated: menu / Open %s (a placeholder of 'Open %s' was lost)" in lines[0]
+
+
+def test_icu_messages_keep_their_selectors():
+    message = icu_message(
+        "{g, select, female {She} other {They}} sent {n, plural, offset:1 =0 {nothing} other {# files}}"
+    )
+    assert message.texts == ["She", "They", "sent", "nothing", "# files"]
+    out = message.render(["Sie", "Sie", "schickte", "nichts", "# Dateien"])
+    assert (
+        out
+        == "{g, select, female {Sie} other {Sie}} schickte {n, plural, offset:1 =0 {nichts} other {# Dateien}}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("po", b'msgid "a"\nmsgstr "b', "not a readable gettext PO file"),
+        ("xliff", b"<xliff><file>", "not a readable XLIFF file"),
+        ("json", b'{"a": ', "not a readable JSON file"),
+        ("yaml", b"a: [b\n", "not a readable YAML file"),
+        ("android", b"<resources><string>", "not a readable Android string resource"),
+        ("po", b"\xff\xfe\x00garbage", "not a readable gettext PO file"),
+    ],
+)
+def test_a_broken_file_is_one_line(name, data, message):
+    with pytest.raises(DocumentError, match=message) as raised:
+        read_document(data, name, what="f")
+    assert "\n" not in str(raised.value)
