@@ -10,11 +10,19 @@ import json
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
-from aiayn.text.documents import DocumentError, Translated, read_document, translate_document
-from aiayn.text.documents.catalogue import KINDS
+from aiayn.text.documents import (
+    DocumentError,
+    DocumentTooLarge,
+    Limits,
+    Translated,
+    read_document,
+    translate_document,
+)
+from aiayn.text.documents.catalogue import KINDS, MAX_CATALOGUE_BYTES
 from aiayn.text.documents.messages import icu_message, placeholders
 
 from .catalogues import FILES, format_of, shout_words
@@ -206,3 +214,64 @@ def test_a_broken_file_is_one_line(name, data, message):
     with pytest.raises(DocumentError, match=message) as raised:
         read_document(data, name, what="f")
     assert "\n" not in str(raised.value)
+
+
+def _alias_bomb() -> bytes:
+    """YAML's billion laughs: 11 levels of ten aliases each."""
+    lines, previous = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]'], "a"
+    for name in "bcdefghijkl":
+        lines.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 10)}]")
+        previous = name
+    return "\n".join(lines).encode()
+
+
+LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE x [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>"""
+XLIFF_BODY = b"""<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2"><file
+original="a" source-language="en" datatype="plaintext"><body><trans-unit id="u"><source>%s
+</source></trans-unit></body></file></xliff>"""
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("xliff", LAUGHS + XLIFF_BODY % b"&b;", "declares XML entities"),
+        (
+            "android",
+            b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            b'<resources><string name="a">&x;</string></resources>',
+            "declares XML entities",
+        ),
+        ("yaml", _alias_bomb(), "not a readable YAML file .*limit"),
+        ("json", b"[" * 100_000 + b"]" * 100_000, "not a readable JSON file"),
+        ("xliff", XLIFF_BODY % (b"<g>" * 5000 + b"x" + b"</g>" * 5000), "not a readable XLIFF"),
+    ],
+)
+def test_a_hostile_file_is_refused_in_one_line_in_bounded_time(name, data, message):
+    start = time.perf_counter()
+    with pytest.raises(DocumentError, match=message) as raised:
+        read_document(data, name, what="f")
+    assert "\n" not in str(raised.value) and time.perf_counter() - start < 30
+
+
+def test_a_file_over_the_limits_is_refused_before_it_is_parsed():
+    huge = b'msgid "a"\nmsgstr ""\n' * (MAX_CATALOGUE_BYTES // 20 + 1)
+    with pytest.raises(DocumentTooLarge, match="bytes, more than the limit"):
+        read_document(huge, "po", limits=Limits(max_bytes=1 << 30))
+    many = b"".join(b'msgid "note %d"\nmsgstr ""\n\n' % i for i in range(60))
+    with pytest.raises(DocumentTooLarge, match="60 texts to translate"):
+        read_document(many, "po", limits=Limits(max_segments=50))
+
+
+def test_ten_thousand_units_keep_their_order_and_placeholders():
+    po = "".join(
+        f'msgctxt "c{i}"\nmsgid "Note {{name}} number %d was saved ({i})"\nmsgstr ""\n\n'
+        for i in range(10_000)
+    ).encode()
+    document = read_document(po, "po")
+    assert len(document.texts) == 10_000
+    out = translate_document(po, "po", lambda t: [s.replace("Note", "Notiz") for s in t])
+    store = KINDS["po"].parse(out)
+    units = [u for u in store.units if not u.isheader()]
+    assert [u.getcontext() for u in units] == [f"c{i}" for i in range(10_000)]
+    assert all(u.target.startswith("Notiz {name} number %d was saved") for u in units)

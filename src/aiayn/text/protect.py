@@ -198,8 +198,12 @@ def _spaced(text: str, spans: list[tuple[int, int]]) -> str:
     return text
 
 
+WORD_CHARACTER = regex.compile(r"\w")
+
+
 def _count_words(text: str) -> int:
-    return sum(1 for w in text.split() if regex.search(r"\w", w))
+    """How many of ``text``'s space-separated pieces hold a word character."""
+    return sum(1 for piece in text.split() if WORD_CHARACTER.search(piece))
 
 
 def _tight(neighbour: str) -> bool:

@@ -37,6 +37,9 @@ from aiayn.text.documents.messages import (
 )
 
 SHOWN_KEYS = 3  # the summary names this many of the units it left untranslated
+# a localisation file's size at most, whatever the document limits allow: the largest
+# catalogues of large projects (LibreOffice's, WordPress's) are a few MiB
+MAX_CATALOGUE_BYTES = 32 << 20
 
 
 @dataclass
@@ -349,6 +352,7 @@ def read_catalogue(
             of another format.
         DocumentTooLarge: more texts than ``limits``.
     """
+    limits.check(what, len(data), min(limits.max_bytes, MAX_CATALOGUE_BYTES), "bytes")
     if kind.xml and declares_entities(data):
         raise DocumentError(f"{what}: declares XML entities (refused: entity expansion)")
     with reading(what, kind.label):
