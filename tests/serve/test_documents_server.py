@@ -155,6 +155,7 @@ def test_the_frontend_lists_every_file_format(client):
     assert {".txt", ".docx", ".pptx", ".odt", ".odp", ".epub", ".srt", ".vtt", ".md"} <= set(
         formats
     )
+    assert {".po", ".pot", ".xlf", ".xliff", ".json", ".arb", ".yml", ".xml"} <= set(formats)
 
 
 def test_a_zip_member_name_cannot_leave_the_folder(client):
@@ -163,3 +164,34 @@ def test_a_zip_member_name_cannot_leave_the_folder(client):
     _download(client, _upload(client, "evil.docx", evil))
     assert not (Path(tempfile.gettempdir()).parent / "evil.txt").exists()
     assert zipfile.ZipFile(io.BytesIO(evil)).getinfo("../../evil.txt")
+
+
+def test_a_po_file_comes_back_in_the_target_language_with_a_summary(client):
+    from aiayn.text.documents.catalogue import KINDS
+
+    from ..text.catalogues import FILES
+
+    pytest.importorskip("translate.storage.po")
+    answer = _upload(client, "notes.po", FILES["po"])
+    assert answer.json()["summary"].startswith("notes.po: 3 units translated")
+    content, kind = _download(client, answer)
+    assert kind.startswith("text/x-gettext-translation")
+    store = KINDS["po"].parse(content)
+    assert store.gettargetlanguage() == "de"
+    units = [u for u in store.units if not u.isheader()]
+    assert "%s" in units[0].target and units[0].getcontext() == "menu"
+    assert len(units[1].target.strings) == 2 and units[3].target == "Gespeichert"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "status", "words"),
+    [
+        ("lol.xlf", b'<!DOCTYPE x [<!ENTITY a "b">]><xliff/>', 400, "declares XML entities"),
+        ("a.json", b'{"a": ', 400, "a.json: not a readable JSON file"),
+        ("strings.xml", b"<resources><string>", 400, "not a readable Android string"),
+    ],
+)
+def test_a_hostile_localisation_file_is_one_line(client, name, content, status, words):
+    pytest.importorskip("translate.storage.po")
+    answer = _upload(client, name, content)
+    assert answer.status_code == status and words in answer.json()["error"]

@@ -223,9 +223,13 @@ def _po_plurals(store: Any, locale: str | None) -> PluralForms:
     if locale is not None:
         store.updateheader(add=True, Language=locale)
         if count is None or rule is None:
+            from babel.core import UnknownLocaleError
             from babel.messages.plurals import get_plural
 
-            found = get_plural(locale)
+            try:
+                found = get_plural(locale)
+            except (UnknownLocaleError, ValueError):  # a code CLDR does not know
+                return PluralForms(None)
             count, rule = found.num_plurals, found.plural_expr
             store.updateheaderplural(count, rule)
     if count is None or rule is None:
