@@ -50,21 +50,25 @@ def _unit(path: Path) -> str:
     return path.relative_to(PACKAGE).with_suffix("").parts[0]
 
 
-def _imports(path: Path) -> set[str]:
-    """Top-level names ``path`` imports: ``aiayn.X`` as ``X``, others by their package."""
-    found = set()
+def _imports(path: Path) -> tuple[set[str], set[str]]:
+    """What ``path`` imports: aiayn's units (``aiayn.X`` as ``X``), and other packages by
+    their top-level name (translate-toolkit's ``translate`` is no aiayn unit)."""
+    own, libraries = set(), set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             parts = node.module.split(".")
             if parts[0] == "aiayn":
-                found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+                own |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
             else:
-                found.add(parts[0])
+                libraries.add(parts[0])
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
-                found.add(parts[1] if parts[0] == "aiayn" and len(parts) > 1 else parts[0])
-    return found
+                if parts[0] == "aiayn" and len(parts) > 1:
+                    own.add(parts[1])
+                else:
+                    libraries.add(parts[0])
+    return own, libraries
 
 
 def _depth(unit: str) -> int:
@@ -81,14 +85,14 @@ def test_every_module_has_a_layer():
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_follow_the_layers(path):
     unit = _unit(path)
-    own = {u for u in _imports(path) if u in set().union(*LAYERS)} - {unit}
+    own, libraries = _imports(path)
+    own = {u for u in own if u in set().union(*LAYERS)} - {unit}
     upward = {u for u in own if _depth(u) > _depth(unit)}
     assert not upward, f"{unit} imports a lower layer: {sorted(upward)}"
     for apart in APART:
         if unit in apart:
             assert not own & apart, f"{unit} imports {sorted(own & apart)}"
     assert not own & FORBIDDEN.get(unit, set())
-    libraries = _imports(path)
     if unit in NO_TORCH:
         assert "torch" not in libraries
     for library, allowed in ONLY_IN.items():

@@ -6,10 +6,10 @@ document (``aiayn.text.documents.render``), not by the search."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiayn.search_options import SearchOptions
-from aiayn.text.documents import FORMATS, Translated
+from aiayn.text.documents import FORMATS, Limits, Translated, translate_document
 from aiayn.text.documents.messages import PLACEHOLDERS
 from aiayn.translate.terms import Translation
 
@@ -28,3 +28,31 @@ def document_options(options: SearchOptions, format: str) -> SearchOptions:
 def reviewed(found: Sequence[Sequence[Translation]], minimum: float) -> list[Translated]:
     """Each text's best translation, to review where its confidence is below ``minimum``."""
     return [Translated(hyps[0].text, hyps[0].confidence < minimum) for hyps in found]
+
+
+def translated_document(
+    translate: Callable[[list[str], SearchOptions], list[list[Translation]]],
+    data: bytes,
+    format: str,
+    options: SearchOptions,
+    *,
+    what: str,
+    limits: Limits,
+    target: str | None,
+    report: Callable[[str], None] | None,
+) -> bytes:
+    """``aiayn.text.documents.translate_document`` with ``translate`` (texts and their
+    options to their translations): a localisation file in ``target``, its units below
+    ``options.min_confidence`` to review, already translated ones kept unless
+    ``options.retranslate``, its summary line given to ``report``."""
+    text_options = document_options(options, format)
+    return translate_document(
+        data,
+        format,
+        lambda texts: reviewed(translate(texts, text_options), options.min_confidence),
+        what=what,
+        limits=limits,
+        retranslate=options.retranslate,
+        target=target,
+        report=report,
+    )

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from aiayn.errors import AiaynError
 from aiayn.search_options import SearchOptions
-from aiayn.text.documents import Limits, Translated, translate_document
-from aiayn.translate.document_texts import document_options, reviewed
+from aiayn.text.documents import Limits
+from aiayn.translate.document_texts import translated_document
 
 if TYPE_CHECKING:  # aiayn --help starts without torch
     from aiayn.translate.translator import Translation, Translator
@@ -171,20 +171,18 @@ class RoutedTranslator:
         report: Callable[[str], None] | None = None,
     ) -> bytes:
         """A document, its language found on all its text together (``auto``)."""
-        text_options = document_options(options, format)
 
-        def translate(texts: list[str]) -> list[Translated]:
+        def translate(texts: list[str], text_options: SearchOptions):
             source = self.languages(["\n".join(texts)])[0]
-            found = self._through(source, texts, text_options, warn, target_token)
-            return reviewed(found, options.min_confidence)
+            return self._through(source, texts, text_options, warn, target_token)
 
-        return translate_document(
+        return translated_document(
+            translate,
             data,
             format,
-            translate,
+            options,
             what=what,
             limits=limits,
-            retranslate=options.retranslate,
             target=target or self.target,
             report=report,
         )

@@ -21,14 +21,14 @@ from aiayn.runtime import decoding_precision
 from aiayn.search_options import SearchOptions
 from aiayn.store import load_model
 from aiayn.text.case import in_known_case, is_shouted
-from aiayn.text.documents import Limits, Translated, translate_document
+from aiayn.text.documents import Limits
 from aiayn.text.documents.base import DEFAULT_LIMITS
 from aiayn.text.preprocessing import NO_PREPROCESSING, Preprocessing, TextProcessor
 from aiayn.text.protect import ProtectError
 from aiayn.text.sentences import split_paragraph
 from aiayn.translate.batches import length_batches, pad, search
 from aiayn.translate.calibration import Calibration, read_calibration
-from aiayn.translate.document_texts import document_options, reviewed
+from aiayn.translate.document_texts import translated_document
 from aiayn.translate.inputs import (
     TranslationError,
     check_computes,
@@ -58,14 +58,12 @@ class Translator:
     """A model with its source and target tokenizers.
 
     ``packed=False``: decode through the model's own weights, not a packed copy
-    (``aiayn.accel.profiles.stepper_for``), for a model that is still training. ``length_ratio``:
-    target pieces per source piece on the training data (``TokenizerInfo.length_ratio``),
-    which the length guard multiplies (``SearchOptions.max_len_ratio``); None: unknown.
-    ``calibration``: what ``translate`` turns each confidence into (the model directory's
-    ``calibration.json``: an expected sentence chrF, ``aiayn.translate.calibration``); None:
-    the model's own confidence.
-    ``shortlist``: the lexical table ``SearchOptions.shortlist`` decodes with
-    (``aiayn.accel.shortlist``); None: the model has none.
+    (``aiayn.accel.profiles.stepper_for``), for a model still training. ``length_ratio``:
+    target pieces per source piece in training (``TokenizerInfo.length_ratio``), which the
+    length guard multiplies (``SearchOptions.max_len_ratio``); None: unknown. ``calibration``:
+    what ``translate`` turns each confidence into (``calibration.json``: an expected sentence
+    chrF, ``aiayn.translate.calibration``); None: the model's own. ``shortlist``: the lexical
+    table ``SearchOptions.shortlist`` decodes with (``aiayn.accel.shortlist``), or None.
     """
 
     def __init__(
@@ -123,8 +121,7 @@ class Translator:
         """The source vocabulary's id of one whole token.
 
         Raises:
-            TranslationError: the vocabulary does not have it (the message lists a few
-                target-language tokens it has, if any).
+            TranslationError: not in the vocabulary (naming a few >>xx<< tokens it has).
         """
         found = self.src_tokenizer.piece_id(token)
         if found is not None:
@@ -137,8 +134,7 @@ class Translator:
         """Refuse options this model cannot decode with, before any work.
 
         Raises:
-            TranslationError: the beam is too large for the vocabulary, or a shortlist
-                asked for that the model does not have.
+            TranslationError: a beam too large for the vocabulary, or a shortlist it lacks.
         """
         vocab = self.model.output.weight.size(0)
         if options.beam > 1 and 2 * options.beam > vocab:
@@ -314,31 +310,21 @@ class Translator:
         target: str | None = None,
         report: Callable[[str], None] | None = None,
     ) -> bytes:
-        """A whole document (``format``: a name in ``aiayn.text.documents.FORMATS``: docx,
-        pptx, odt, odp, epub, html, srt, vtt, markdown, and the localisation files po, xliff,
-        json, arb, yaml, android, properties) translated, its formatting kept:
-        ``aiayn.text.documents.translate_document`` with this model's best translations.
-        A localisation file is written in ``target`` (default: the model's target
-        language), its units below ``options.min_confidence`` marked for review, and its
-        summary line given to ``report``.
+        """A whole document (``format``: a name in ``aiayn.text.documents.FORMATS``, a
+        localisation file's too) translated with this model's best translations, its
+        formatting kept (``aiayn.translate.document_texts.translated_document``; a
+        localisation file in ``target``, default the model's target language).
 
         Raises:
-            DocumentError: the document is broken, hostile, of another format or over
-                ``limits`` (``DocumentTooLarge``).
+            DocumentError: broken, hostile, of another format or over ``limits``.
         """
-        text_options = document_options(options, format)
-
-        def translate(texts: list[str]) -> list[Translated]:
-            found = self.translate(texts, text_options, warn=warn, target_token=target_token)
-            return reviewed(found, options.min_confidence)
-
-        return translate_document(
+        return translated_document(
+            lambda texts, o: self.translate(texts, o, warn=warn, target_token=target_token),
             data,
             format,
-            translate,
+            options,
             what=what,
             limits=limits,
-            retranslate=options.retranslate,
             target=target or self.tgt_lang,
             report=report,
         )
