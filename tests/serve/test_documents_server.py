@@ -41,9 +41,10 @@ def client(en_de):
         yield client
 
 
-def _upload(client, name: str, content: bytes, source: str = "en"):
+def _upload(client, name: str, content: bytes, source: str = "en", **fields):
     files = {"file": (name, content)}
-    return client.post("/translate_file", files=files, data={"source": source, "target": "de"})
+    data = {"source": source, "target": "de", **fields}
+    return client.post("/translate_file", files=files, data=data)
 
 
 def _download(client, answer) -> tuple[bytes, str]:
@@ -181,6 +182,8 @@ def test_a_po_file_comes_back_in_the_target_language_with_a_summary(client):
     units = [u for u in store.units if not u.isheader()]
     assert "%s" in units[0].target and units[0].getcontext() == "menu"
     assert len(units[1].target.strings) == 2 and units[3].target == "Gespeichert"
+    again = _upload(client, "notes.po", FILES["po"], retranslate="true").json()["summary"]
+    assert again.startswith("notes.po: 4 units translated")
 
 
 @pytest.mark.parametrize(

@@ -275,3 +275,14 @@ def test_ten_thousand_units_keep_their_order_and_placeholders():
     units = [u for u in store.units if not u.isheader()]
     assert [u.getcontext() for u in units] == [f"c{i}" for i in range(10_000)]
     assert all(u.target.startswith("Notiz {name} number %d was saved") for u in units)
+
+
+def test_plural_units_left_as_they_are_take_the_target_s_forms_too():
+    """A one-language file is the target's: a plural it cannot translate (no letter, an
+    unbalanced brace) keeps its source text, in the target's plural keys."""
+    source = b'{"n_one": "%d", "n_other": "%d", "b_one": "one {", "b_other": "many {"}'
+    out = json.loads(translate_document(source, "json", shout_words, target="ru"))
+    assert out == {
+        **{f"n_{k}": "%d" for k in ("one", "few", "many", "other")},
+        **{f"b_{k}": "one {" if k == "one" else "many {" for k in ("one", "few", "many", "other")},
+    }

@@ -86,6 +86,7 @@ class Catalogue:
         self.kind, self._store, self._what = kind, store, what
         self.tally = Tally()
         self._entries: list[Entry] = []
+        self._as_they_are: list[tuple[Any, list[str]]] = []  # plural units not translated
         self.texts: list[str] = []
         for unit in store.units:
             if _ignored(unit):
@@ -99,6 +100,8 @@ class Catalogue:
     def _add(self, unit: Any) -> None:
         key = _key(unit)
         sources = _sources(unit, self.kind)
+        if len(sources) > 1 and not self.kind.bilingual:  # the target's forms, even if it
+            self._as_they_are.append((unit, sources))  # is not translated
         if not any(any(c.isalpha() for c in s) for s in sources):
             return  # nothing to translate in it: a number, a code
         try:
@@ -129,6 +132,8 @@ class Catalogue:
             raise ValueError(f"{len(translations)} translations for {len(self.texts)} texts")
         review = list(review) or [False] * len(self.texts)
         plural = _plural_forms(self._store, self.kind, _locale(target))
+        for unit, sources in self._as_they_are:  # a one-language file is the target's
+            self._write(unit, plural.spread(sources), False)
         for entry in self._entries:
             found = translations[entry.start : entry.start + entry.size]
             unsure = any(review[entry.start : entry.start + entry.size])
@@ -144,16 +149,16 @@ class Catalogue:
         elif unsure and not self.kind.bilingual:  # no review mark: kept in the source language
             self.tally.untranslated.append(f"{entry.key} (confidence too low)")
         else:
-            self._write(entry, plural.spread(_rendered(entry.forms, found)), unsure)
+            self._write(entry.unit, plural.spread(_rendered(entry.forms, found)), unsure)
             self.tally.translated += 1
             self.tally.review += unsure
             return
         if not self.kind.bilingual:  # the file is the target's: its source, in its forms
-            self._write(entry, plural.spread(_rendered(entry.forms, sources)), False)
+            self._write(entry.unit, plural.spread(_rendered(entry.forms, sources)), False)
 
-    def _write(self, entry: Entry, forms: list[str], unsure: bool) -> None:
+    def _write(self, unit: Any, forms: list[str], unsure: bool) -> None:
         with reading(self._what, self.kind.label):
-            _set_target(entry.unit, self.kind, forms, unsure)
+            _set_target(unit, self.kind, forms, unsure)
 
     @property
     def summary(self) -> str:
