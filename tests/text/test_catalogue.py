@@ -119,6 +119,21 @@ def test_a_summary_line_counts_translated_kept_review_and_untranslated():
     assert lines[0].startswith("document: 2 units translated, 1 left untranslated: notes.deleted")
 
 
+def test_a_document_s_summary_names_the_texts_kept_in_their_source():
+    def unsure_of_numbers(texts):
+        return [Translated(t.upper(), review="42" in t) for t in texts]
+
+    from .documents import SRT
+
+    lines: list[str] = []
+    translate_document(SRT.encode(), "srt", unsure_of_numbers, what="a.srt", report=lines.append)
+    assert lines == ["a.srt: 2 texts translated"]
+    srt = SRT.replace("the 3 friends", "room 42")
+    out = translate_document(srt.encode(), "srt", unsure_of_numbers, report=lines.append)
+    assert "<b>Hello</b> to room 42!" in out.decode()  # the whole cue, as it was
+    assert lines[1].startswith("document: 1 text translated, 1 kept in their source")
+
+
 def test_xliff_keeps_inline_markup_and_marks_states():
     def unsure_greeting(texts: list[str]) -> list[Translated]:
         return [Translated(t.text, "HELLO" in t.text) for t in shout_words(texts)]

@@ -153,7 +153,7 @@ async def translate_document_file(
     summary: list[str] = []
     try:
         content = await asyncio.to_thread(
-            render, document, found, target=target, report=summary.append
+            render, document, found, what=filename, target=target, report=summary.append
         )
     except DocumentError as e:
         raise BadRequest(f"Invalid request: {e}") from None

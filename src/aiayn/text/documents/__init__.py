@@ -25,7 +25,13 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import NamedTuple, Protocol
 
-from aiayn.text.documents.base import DEFAULT_LIMITS, DocumentError, DocumentTooLarge, Limits
+from aiayn.text.documents.base import (
+    DEFAULT_LIMITS,
+    DocumentError,
+    DocumentTooLarge,
+    Limits,
+    counted,
+)
 from aiayn.text.documents.catalogue import Catalogue
 
 __all__ = [
@@ -175,33 +181,50 @@ def translate_document(
     """
     document = read_document(data, format, what=what, limits=limits, retranslate=retranslate)
     if not document.texts:
-        return render(document, [], target=target, report=report)
+        return render(document, [], what=what, target=target, report=report)
     found = [Translated(t) if isinstance(t, str) else t for t in translate(document.texts)]
     if len(found) != len(document.texts):
         raise ValueError(f"{len(found)} translations for {len(document.texts)} texts")
-    return render(document, found, target=target, report=report)
+    return render(document, found, what=what, target=target, report=report)
 
 
 def render(
     document: Document,
     found: Sequence[Translated],
     *,
+    what: str = "document",
     target: str | None = None,
     report: Callable[[str], None] | None = None,
 ) -> bytes:
-    """``document`` with its ``found`` translations in place (see ``translate_document``)."""
+    """``document`` with its ``found`` translations in place (see ``translate_document``);
+    ``report`` gets its summary line."""
     texts = [t.text for t in found]
-    if not isinstance(document, Catalogue):
+    if isinstance(document, Catalogue):
+        out = document.render(
+            ending_as_sources(document.texts, texts),
+            review=[t.review for t in found],
+            target=target,
+        )
+        summary = document.summary
+    else:
         kept = [s if t.review else t.text for s, t in zip(document.texts, found, strict=True)]
-        return document.render(ending_as_sources(document.texts, kept))
-    out = document.render(
-        ending_as_sources(document.texts, texts),
-        review=[t.review for t in found],
-        target=target,
-    )
+        out = document.render(ending_as_sources(document.texts, kept))
+        summary = f"{what}: {document_summary(document.texts, found)}"
     if report is not None:
-        report(document.summary)
+        report(summary)
     return out
+
+
+def document_summary(texts: Sequence[str], found: Sequence[Translated]) -> str:
+    """How many of a document's texts were translated, and which kept their source (a
+    translation less confident than the minimum asked for)."""
+    kept = [text for text, t in zip(texts, found, strict=True) if t.review]
+    line = f"{counted(len(texts) - len(kept), 'text')} translated"
+    if kept:
+        shown = "; ".join(repr(t if len(t) <= 40 else t[:39] + "…") for t in kept[:3])
+        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        line += f", {len(kept)} kept in their source (confidence below the minimum): {shown}{more}"
+    return line
 
 
 FINAL_STOP = re.compile(r"(?<![.…])\.\s*$")  # one full stop at the end, not an ellipsis's

@@ -189,6 +189,11 @@ def reading(what: str, kind: str) -> Iterator[None]:
         raise DocumentError(f"{what}: not a readable {kind} ({message})") from None
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: 1 text, 2 texts."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def decoded(data: bytes, what: str) -> str:
     """A text document's content (UTF-8, a byte-order mark allowed).
 

@@ -24,6 +24,7 @@ from typing import Any
 from aiayn.text.documents.base import (
     DocumentError,
     Limits,
+    counted,
     declares_entities,
     reading,
 )
@@ -164,7 +165,7 @@ class Catalogue:
     def summary(self) -> str:
         """One line: units translated (and marked for review), kept, left untranslated."""
         t = self.tally
-        line = f"{self._what}: {t.translated} units translated"
+        line = f"{self._what}: {counted(t.translated, 'unit')} translated"
         line += f" ({t.review} marked for review)" if t.review else ""
         line += f", {t.kept} already translated (kept)" if t.kept else ""
         if t.untranslated:
