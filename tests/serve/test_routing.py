@@ -164,3 +164,15 @@ def test_auto_finds_a_language_served_only_through_english(client, models):
         answer.json()["translatedText"]
         == expected_translations(models["en-de"], between, beam=2)[0]
     )
+
+
+def test_a_glossary_applies_through_english(client, models):
+    """it -> de through English with a glossary of Italian terms: the first leg keeps the
+    term verbatim (a protected span), the second imposes its target."""
+    texts = ["the dog runs near the tree"]
+    body = {"q": texts, "source": "it", "target": "de", "glossary": {"dog": "house"}}
+    answer = client.post("/translate", json=body).json()["translatedText"]
+    assert "house" in answer[0]
+    plain = client.post("/translate", json={k: v for k, v in body.items() if k != "glossary"})
+    plain = plain.json()
+    assert "house" not in plain["translatedText"][0]

@@ -79,6 +79,12 @@ class Glossary:
         finds its matcher there by the digest, never recompiling what it has."""
         return {"terms": self.terms, "digest": self.digest}
 
+    @property
+    def source_pattern(self) -> str:
+        """A regular expression that finds the source terms as ``matches`` does (whole
+        words, any case): what a leg through another language keeps as protected spans."""
+        return "(?i)" + _matcher(self)[0].pattern
+
     def matches(self, sentence: str) -> list[Term]:
         """The terms whose source term ``sentence`` holds, in the order they occur (a term
         once however often it occurs)."""

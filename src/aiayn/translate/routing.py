@@ -58,9 +58,15 @@ def pivots(direct: Mapping[tuple[str, str], M]) -> dict[tuple[str, str], tuple[M
 
 
 def between(options: SearchOptions) -> SearchOptions:
-    """The options of every leg but the last: its best translation, no glossary, no
-    confidence floor (the last leg imposes the terms and judges the whole)."""
-    return dataclasses.replace(options, nbest=1, glossary=None, min_confidence=0.0)
+    """The options of every leg but the last: its best translation, no confidence floor
+    (the last leg judges the whole), and the glossary's source terms kept verbatim as
+    protected spans, so that the last leg finds them and imposes their target terms."""
+    if options.glossary is None:
+        return dataclasses.replace(options, nbest=1, min_confidence=0.0)
+    patterns = (*options.protect_patterns, options.glossary.source_pattern)
+    return dataclasses.replace(
+        options, nbest=1, min_confidence=0.0, glossary=None, protect=True, protect_patterns=patterns
+    )
 
 
 def detect_each(
