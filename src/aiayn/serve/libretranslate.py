@@ -169,6 +169,7 @@ async def translate_file(request: Request) -> dict[str, str]:
             filename,
             settings,
             translate,
+            documents=service.documents,
             retranslate=options.retranslate,
             target=target,
         )

@@ -24,6 +24,7 @@ from aiayn.serve.translated_files import TranslatedFiles
 from aiayn.translate.detect import LanguageIdentifier
 from aiayn.translate.routing import PIVOT, between, detect_each, grouped, pivots
 from aiayn.translate.translator import SearchOptions, Translation, TranslationError
+from aiayn.workers.document_process import DocumentProcesses
 from aiayn.workers.engines import Busy, ShuttingDown, TranslationEngine
 from aiayn.workers.translator_process import DecoderCrashed, DecoderSpec, TranslatorProcess
 
@@ -152,6 +153,7 @@ class ServedModels:
         self.pivots = pivots(self.pairs)  # pairs translated through English
         self.identifier = LanguageIdentifier(code for pair in self.pairs for code in pair)
         self.files = TranslatedFiles(expire_s=settings.file_expiry)
+        self.documents = DocumentProcesses()  # uploads read and written away from the server
 
     def health(self) -> dict[str, Any]:
         stats = [pair.engine.stats for pair in self.pairs.values()]
@@ -166,6 +168,7 @@ class ServedModels:
         for pair in self.pairs.values():
             pair.engine.close()
         self.files.close()
+        self.documents.close()
 
     def summary(self) -> str:
         stats = [pair.engine.stats for pair in self.pairs.values()]

@@ -1,9 +1,11 @@
 """``/translate_file``'s documents and ``/download_file``'s translated files.
 
 A document (``aiayn.text.documents``: .docx, .pptx, .odt, .odp, .epub, .html, .srt, .vtt,
-.md) is read and written in a worker thread, its texts translated by the served model in
-one request; a document over the server's bounds (``--max-file-mb``, ``--max-file-parts``,
-``--max-file-texts``) is answered 413, a broken or hostile one 400, each in one line.
+.md, and the localisation files) is read and written in a process of its own, under a
+memory and a time limit (``aiayn.workers.document_process``), its texts translated by the
+served model in one request; a document over the server's bounds (``--max-file-mb``,
+``--max-file-parts``, ``--max-file-texts``) or its process's is answered 413, a broken or
+hostile one 400, each in one line.
 Translated files are written only inside the server's own temporary folder, under random
 names that no request chooses, and are deleted after ``--file-expiry`` seconds, when more
 than ``KEPT_FILES`` are kept, and when the server stops.
@@ -12,6 +14,7 @@ than ``KEPT_FILES`` are kept, and when the server stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shutil
 import tempfile
@@ -19,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from aiayn.serve.checks import BadRequest
@@ -27,15 +30,13 @@ from aiayn.serve.service import ApiError
 from aiayn.serve.settings import ServeSettings
 from aiayn.text.documents import (
     FORMATS,
-    Document,
     DocumentError,
     DocumentTooLarge,
     Limits,
     Translated,
     format_for,
-    read_document,
-    render,
 )
+from aiayn.workers.document_process import DocumentProcesses
 
 FILE_FORMATS = (".txt", *(s for f in FORMATS.values() for s in f.suffixes))
 KEPT_FILES = 256  # translated files kept for /download_file at most
@@ -126,15 +127,18 @@ async def translate_document_file(
     settings: ServeSettings,
     translate: Callable[[list[str]], Awaitable[list[Translated]]],
     *,
+    documents: DocumentProcesses,
     retranslate: bool = False,
     target: str | None = None,
 ) -> tuple[bytes, str | None]:
     """An uploaded document translated by ``translate`` (its texts, all in one call),
-    within the server's bounds and ``--char-limit`` characters of text, and a localisation
-    file's summary line (``aiayn.text.documents.translate_document``).
+    within the server's bounds and ``--char-limit`` characters of text, read and written in
+    one of ``documents``' processes; and its summary line
+    (``aiayn.text.documents.translate_document``).
 
     Raises:
-        ApiError: 413 over a bound (``data`` None: more bytes than ``--max-file-mb``).
+        ApiError: 413 over a bound (``data`` None: more bytes than ``--max-file-mb``; a
+            document process's memory or time).
         BadRequest: a broken, hostile or mislabelled document, or too much text.
     """
     if data is None:
@@ -143,30 +147,31 @@ async def translate_document_file(
         )
     if not data:
         raise BadRequest("Invalid request: empty file")
-    document = await asyncio.to_thread(_read, data, format, filename, settings, retranslate)
-    size = sum(len(t) for t in document.texts)
-    if size > settings.char_limit:
-        raise BadRequest(
-            f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
-        )
-    found = await translate(document.texts) if document.texts else []
-    summary: list[str] = []
-    try:
-        content = await asyncio.to_thread(
-            render, document, found, what=filename, target=target, report=summary.append
-        )
-    except DocumentError as e:
-        raise BadRequest(f"Invalid request: {e}") from None
-    return content, (summary[0] if summary else None)
+    async with documents.lent() as process:
+        with _as_api_errors():
+            texts = await asyncio.to_thread(
+                process.read,
+                data,
+                format,
+                what=filename,
+                limits=limits(settings),
+                retranslate=retranslate,
+            )
+        size = sum(len(t) for t in texts)
+        if size > settings.char_limit:
+            raise BadRequest(
+                f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
+            )
+        found = await translate(texts) if texts else []
+        with _as_api_errors():
+            return await asyncio.to_thread(process.render, found, what=filename, target=target)
 
 
-def _read(
-    data: bytes, format: str, filename: str, settings: ServeSettings, retranslate: bool
-) -> Document:
+@contextlib.contextmanager
+def _as_api_errors() -> Iterator[None]:
+    """A document over a bound as 413, a broken or hostile one as 400."""
     try:
-        return read_document(
-            data, format, what=filename, limits=limits(settings), retranslate=retranslate
-        )
+        yield
     except DocumentTooLarge as e:
         raise ApiError(413, f"Invalid request: {e}") from None
     except DocumentError as e:

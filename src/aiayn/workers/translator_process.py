@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from typing import Any, ClassVar, TypeVar
 
 from aiayn.errors import AiaynError
 from aiayn.translate.translator import SearchOptions, Translation, TranslationError, Translator
+from aiayn.workers.children import end_child, spawn_child
 
 R = TypeVar("R")
 
@@ -39,17 +38,6 @@ LOGGER = logging.getLogger("aiayn")  # warnings where the caller passes no warn
 
 
 LIVENESS_CHECK_S = 1.0  # while waiting for an answer, how often to check the process lives
-
-
-def spawn_child(target: Callable, spec: Any, name: str) -> tuple[Connection, BaseProcess]:
-    """A spawned (never forked: the server has threads) daemon process running
-    ``target(connection, spec)``, and this side's end of their pipe."""
-    context = multiprocessing.get_context("spawn")
-    conn, child = context.Pipe()
-    process = context.Process(target=target, args=(child, spec), name=name, daemon=True)
-    process.start()
-    child.close()
-    return conn, process
 
 
 def set_up_child(spec: DecoderSpec, *, ends_by_sigterm: bool = False) -> None:
@@ -67,15 +55,6 @@ def set_up_child(spec: DecoderSpec, *, ends_by_sigterm: bool = False) -> None:
     tune_allocator()
     limit_kernel_cache()
     torch.set_num_threads(spec.threads)
-
-
-def end_child(process: BaseProcess, conn: Connection, wait_s: float) -> None:
-    """Wait up to ``wait_s`` for ``process`` to end, then kill it; close the pipe."""
-    process.join(timeout=wait_s)
-    if process.is_alive():
-        process.kill()
-        process.join()
-    conn.close()
 
 
 class DecoderCrashed(AiaynError):
