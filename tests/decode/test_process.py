@@ -64,3 +64,21 @@ def test_a_pool_process_ends_by_sigterm_even_while_it_sets_up(kind, ends):
         timeout=120,
     )
     assert out.stdout.split() == ends.split()
+
+
+def test_an_abandoned_decode_is_stopped_and_the_process_serves_again(trained_model_dir):
+    """Once nobody waits for a batch (every request timed out), its decode stops within
+    about a second, the process is started again, and the next batch is answered."""
+    import time
+
+    from aiayn.workers.translator_process import RequestAbandoned
+
+    lines = ["the dog runs in the park"] * 400
+    options = SearchOptions(beam=8, max_len_ratio=0.0, repeat_stop=0)
+    with TranslatorProcess(DecoderSpec(str(trained_model_dir))) as translator:
+        start = time.monotonic()
+        with pytest.raises(RequestAbandoned):
+            translator.translate(lines, options, abandoned=lambda: time.monotonic() > start + 0.5)
+        assert time.monotonic() - start < 20  # the model's reload included
+        assert translator.restarts == 0  # asked for, not counted as a crash
+        assert translator.translate(["the dog runs"], SearchOptions(beam=1))[0][0].text

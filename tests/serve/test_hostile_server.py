@@ -685,7 +685,7 @@ class _Picky:
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
 
-    def translate(self, texts, options, *, target_token=None):
+    def translate(self, texts, options, *, target_token=None, abandoned=None):
         from aiayn.translate.translator import Translation
 
         self.batches.append(list(texts))
@@ -810,3 +810,46 @@ def test_api_key_files_ignore_indented_comments(tmp_path):
     (tmp_path / "none").write_text("   # only a comment\n")
     with pytest.raises(AiaynError, match="no API key"):
         read_api_keys(tmp_path / "none")
+
+
+class _Endless:
+    """A decoder whose first batch never ends unless it is abandoned."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+
+    def translate(self, texts, options, *, target_token=None, abandoned=None):
+        from aiayn.translate.translator import Translation
+        from aiayn.workers.translator_process import RequestAbandoned
+
+        while texts == ["endless"]:
+            if abandoned is not None and abandoned():
+                self.stopped.set()
+                raise RequestAbandoned("nobody waits")
+            time.sleep(0.05)
+        return [[Translation(t.upper(), 0.0, [])] for t in texts]
+
+    def call(self, task, *args):
+        return task(None, *args)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_timed_out_request_frees_its_decoder():
+    from aiayn.translate.translator import SearchOptions
+    from aiayn.workers.engines import TranslationEngine
+
+    decoder = _Endless()
+    engine = TranslationEngine([decoder], max_wait_ms=0.0)
+
+    async def main():
+        with pytest.raises(TimeoutError):
+            await engine.translate(["endless"], SearchOptions(beam=1), timeout=0.3)
+        return await engine.translate(["next"], SearchOptions(beam=1), timeout=10)
+
+    try:
+        answer = asyncio.run(main())
+    finally:
+        engine.close()
+    assert decoder.stopped.is_set() and answer[0][0].text == "NEXT"

@@ -168,7 +168,7 @@ class _Job:
 
     def finish(self, result=None, error: BaseException | None = None) -> None:
         def settle() -> None:
-            if self.future.done():
+            if self.future.done() or self.cancelled:  # nobody waits for it: nothing to log
                 return
             if error is not None:
                 self.future.set_exception(error)
@@ -195,8 +195,14 @@ class Decoder(Protocol):
     process (``aiayn.workers.translator_process.TranslatorProcess``)."""
 
     def translate(
-        self, texts: list[str], options: SearchOptions, *, target_token: str | None = None
-    ) -> list[list[Translation]]: ...
+        self,
+        texts: list[str],
+        options: SearchOptions,
+        *,
+        target_token: str | None = None,
+        abandoned: Callable[[], bool] | None = None,
+    ) -> list[list[Translation]]:
+        """``abandoned()``, asked while decoding: True stops the decode (``RequestAbandoned``)."""
 
     def call(self, task: Callable[..., R], *args: Any) -> R: ...
 
@@ -334,7 +340,12 @@ class TranslationEngine(QueueEngine[_Job, Decoder]):
             return
         texts = [text for job in jobs for text in job.texts]
         try:
-            results = decoder.translate(texts, jobs[0].options, target_token=jobs[0].target_token)
+            results = decoder.translate(
+                texts,
+                jobs[0].options,
+                target_token=jobs[0].target_token,
+                abandoned=lambda: all(job.cancelled for job in jobs),  # every one timed out
+            )
         except Exception as e:
             if len(jobs) == 1:
                 jobs[0].finish(error=e)

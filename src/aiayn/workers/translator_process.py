@@ -57,6 +57,11 @@ def set_up_child(spec: DecoderSpec, *, ends_by_sigterm: bool = False) -> None:
     torch.set_num_threads(spec.threads)
 
 
+class RequestAbandoned(AiaynError):
+    """Every request of a batch timed out: its decode was stopped (the process killed and
+    started again), so that the decoder serves the requests still waiting."""
+
+
 class DecoderCrashed(AiaynError):
     """The decoding process ended while it had a batch (killed, out of memory)."""
 
@@ -105,10 +110,13 @@ class ChildProcess:
             raise AiaynError(f"{self.spec.model}: {payload}")
         return payload
 
-    def _receive(self) -> tuple[str, Any]:
+    def _receive(self, abandoned: Callable[[], bool] | None = None) -> tuple[str, Any]:
         """The process's next message; EOFError as soon as the process is gone (even where a
-        copy of its end of the pipe outlives it, and the pipe would never say so)."""
+        copy of its end of the pipe outlives it, and the pipe would never say so);
+        ``RequestAbandoned`` as soon as ``abandoned()`` says nobody waits for it."""
         while not self._conn.poll(LIVENESS_CHECK_S):
+            if abandoned is not None and abandoned():
+                raise RequestAbandoned("nobody waits for this answer any more")
             if not self._process.is_alive():
                 if self._conn.poll(0):  # it answered, then ended
                     break
@@ -154,12 +162,17 @@ class TranslatorProcess(ChildProcess):
         *,
         warn: Callable[[str], None] = LOGGER.warning,
         target_token: str | None = None,
+        abandoned: Callable[[], bool] | None = None,
     ) -> list[list[Translation]]:
-        """Raises:
-        TranslationError: input the options cannot translate (as the Translator would).
-        DecoderCrashed: the process died; a new one is started for the next batch.
+        """``abandoned``: asked every second; once it says True the decode is stopped.
+
+        Raises:
+            TranslationError: input the options cannot translate (as the Translator would).
+            DecoderCrashed: the process died; a new one is started for the next batch.
+            RequestAbandoned: ``abandoned()`` said so; a new process is started.
         """
-        found, warnings = self._ask(("translate", list(texts), options, target_token))
+        request = ("translate", list(texts), options, target_token)
+        found, warnings = self._ask(request, abandoned)
         for message in warnings:
             warn(message)
         return found
@@ -173,13 +186,17 @@ class TranslatorProcess(ChildProcess):
         """
         return self._ask(("call", task, args))
 
-    def _ask(self, request: tuple) -> Any:
+    def _ask(self, request: tuple, abandoned: Callable[[], bool] | None = None) -> Any:
         try:
             self._conn.send(request)
-            kind, payload = self._receive()
+            kind, payload = self._receive(abandoned)
         except (EOFError, OSError):
             self._restart()
             raise DecoderCrashed("the decoding process ended unexpectedly; retry") from None
+        except RequestAbandoned:
+            self.restarts -= 1  # asked for, not a crash
+            self._restart()
+            raise
         if kind == "invalid":
             raise TranslationError(payload)
         if kind == "error":
