@@ -223,12 +223,18 @@ def test_epub_chapters_are_translated_and_the_rest_copied():
     import zipfile
 
     source = epub_bytes()
-    out = translate_document(source, "epub", shout)
+    out = translate_document(source, "epub", shout, target="de")
     old, new = zipfile.ZipFile(io.BytesIO(source)), zipfile.ZipFile(io.BytesIO(out))
     assert new.namelist() == old.namelist() and new.namelist()[0] == "mimetype"
     assert new.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
-    for kept in ("EPUB/content.opf", "EPUB/toc.ncx", "mimetype"):
-        assert new.read(kept) == old.read(kept)
+    assert new.read("mimetype") == old.read("mimetype")
+    package = new.read("EPUB/content.opf").decode()
+    assert "<dc:title>THE PARK</dc:title>" in package and "<dc:language>de</dc:language>" in package
+    as_before = package.replace("THE PARK", "The park").replace(">de<", ">en<")
+    body = old.read("EPUB/content.opf").decode().split("\n", 1)[1]  # after the declaration
+    assert as_before.split("\n", 1)[1].strip() == body.strip()  # nothing else changed
+    ncx = new.read("EPUB/toc.ncx").decode()  # EPUB 2's table of contents
+    assert "<text>THE PARK</text>" in ncx and "<text>DOGS</text>" in ncx
     assert "DOGS" in new.read("EPUB/nav.xhtml").decode()  # the table of contents
     chapter = new.read("EPUB/chap_01.xhtml").decode()
     assert '<b>RUNS</b> IN THE <a href="chap_02.xhtml">' in chapter
@@ -236,7 +242,7 @@ def test_epub_chapters_are_translated_and_the_rest_copied():
     from ebooklib import epub
 
     book = epub.read_epub(io.BytesIO(out), {"ignore_ncx": True})  # a reader opens it
-    assert book.title == "The park"
+    assert book.title == "THE PARK" and book.get_metadata("DC", "language") == [("de", {})]
 
 
 def test_markdown_front_matter_is_kept():

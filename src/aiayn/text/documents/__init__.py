@@ -208,6 +208,8 @@ def render(
         summary = document.summary
     else:
         kept = [s if t.review else t.text for s, t in zip(document.texts, found, strict=True)]
+        if target and hasattr(document, "language"):  # one that names its language (EPUB)
+            document.language = target
         out = document.render(ending_as_sources(document.texts, kept))
         summary = f"{what}: {document_summary(document.texts, found)}"
     if report is not None:
