@@ -96,3 +96,26 @@ def test_no_glued_token_right_after_a_constraint(profile):
     glued[D] = True
     [[kept_apart]] = _search(decoder, _src(12), [[[C]]], profile, beam=3, alpha=None, glued=glued)
     assert kept_apart.tokens[:1] == [C] and kept_apart.tokens[1:2] != [D]
+
+
+def test_no_closing_token_while_a_constraint_is_to_come(profile):
+    """A sentence-ending token (``closing``: its full stop, D here) is not written while a
+    constraint is still to come, so the term lands inside the sentence, not after its end;
+    where the constraint itself holds that token, it may."""
+    script = {
+        (): {A: 0.9, C: 0.05},
+        (A,): {D: 0.9, C: 0.05},  # A then the full stop
+        (A, D): {C: 0.5, EOS_ID: 0.4},  # the term after the full stop
+        (A, D, C): {EOS_ID: 0.9},
+        (A, C): {D: 0.9},  # the term inside the sentence
+        (A, C, D): {EOS_ID: 0.9},
+    }
+    decoder = ScriptedDecoder({12: script})
+    [[after]] = _search(decoder, _src(12), [[[C]]], profile, beam=3, alpha=None)
+    assert after.tokens == [A, D, C]
+    closing = torch.zeros(700, dtype=torch.bool)
+    closing[D] = True
+    [[inside]] = _search(decoder, _src(12), [[[C]]], profile, beam=3, alpha=None, closing=closing)
+    assert inside.tokens == [A, C, D]
+    [[held]] = _search(decoder, _src(12), [[[D, C]]], profile, beam=3, alpha=None, closing=closing)
+    assert held.tokens == [A, D, C]  # the constraint's own full stop is allowed

@@ -105,12 +105,16 @@ def constrained_beam_search(
     max_len_a: float | None = None,
     repeat_stop: int | None = None,
     glued: Tensor | None = None,
+    closing: Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """``aiayn.decode.beam.beam_search`` whose hypotheses hold each sentence's
     ``constraints`` (its token sequences, without BOS/EOS; a sentence may have none),
     with the same guards (``max_len_a``, ``repeat_stop``). ``glued``: (V,) the tokens that
     continue a word (a subword without its word-start mark), never emitted right after a
     constraint, so a term stays a word of its own (``Mann``, not ``Mannschaft``).
+    ``closing``: (V,) the tokens that end a sentence (``.``, ``!``, ``?``), never emitted
+    while a constraint is still to come (unless it is that constraint's next token), so a
+    term goes inside the sentence, not after its full stop.
 
     Returns, for each sentence, ``nbest`` hypotheses, best first: those holding every
     constraint before any that reached the maximum length without them.
@@ -135,7 +139,12 @@ def constrained_beam_search(
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
         at_max = restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
-        _hold_back(log_probs, ~met.all(dim=1) & ~at_max, ended, glued, specials.eos)
+        unmet = ~met.all(dim=1) & ~at_max  # (A·W,)
+        _hold_back(log_probs, unmet, ended, glued, specials.eos)
+        if closing is not None:
+            _hold_closing(
+                log_probs, unmet, closing, _next_tokens(progress.tokens[active], met, matched)
+            )
         beams, new, scores = _candidates(
             log_probs, alive, met, matched, progress.tokens[active], 2 * k, extensions
         )  # (A, M) each
@@ -182,6 +191,26 @@ def _hold_back(
         log_probs.masked_fill_(ended[:, None] & glued, NEG_INF)  # (A·W, V)
 
 
+def _hold_closing(log_probs: Tensor, unmet: Tensor, closing: Tensor, wanted: Tensor) -> None:
+    """No (V,) ``closing`` token for the (A·W,) ``unmet`` rows, but those that are the
+    next token of one of their unmet constraints ((A·W, C) ``wanted``, -1: none)."""
+    ban = unmet[:, None] & closing  # (A·W, V)
+    rows, slots = (wanted >= 0).nonzero(as_tuple=True)
+    ban[rows, wanted[rows, slots]] = False
+    log_probs.masked_fill_(ban, NEG_INF)
+
+
+def _next_tokens(own: Tensor, met: Tensor, matched: Tensor) -> Tensor:
+    """(A·W, C) each row's next token of each constraint, -1 where it is met (or padding).
+
+    Args:
+        own: (A, C, L) the sentences' constraint tokens (-1: padding); met, matched: (A·W, C).
+    """
+    own_rows = own.repeat_interleave(met.size(0) // own.size(0), dim=0)  # (A·W, C, L)
+    index = matched.clamp(max=own.size(2) - 1)[..., None]  # (A·W, C, 1)
+    return own_rows.gather(2, index).squeeze(2).masked_fill(met, -1)
+
+
 def _candidates(
     log_probs: Tensor,
     alive: Tensor,
@@ -203,10 +232,7 @@ def _candidates(
     """
     a, width = alive.shape
     top_logp, top_beam, top_token = extensions(log_probs, alive, n)  # (A, n) each
-    length = own.size(2)
-    own_rows = own.repeat_interleave(width, dim=0)  # (A·W, C, L)
-    nxt = own_rows.gather(2, matched.clamp(max=length - 1)[..., None]).squeeze(2)  # (A·W, C)
-    nxt = nxt.masked_fill(met, -1)
+    nxt = _next_tokens(own, met, matched)  # (A·W, C)
     extra = torch.cat([nxt, log_probs.argmax(dim=1, keepdim=True)], dim=1)  # (A·W, C+1)
     valid = extra >= 0
     extra_logp = log_probs.gather(1, extra.clamp(min=0)) + alive.view(-1, 1)  # (A·W, C+1)

@@ -32,13 +32,15 @@ def search(
     max_len_a: float | None = None,
     repeat_stop: int | None = None,
     glued: Sequence[bool] = (),
+    closing: Sequence[bool] = (),
 ) -> list[list[Found]]:
     """Each sentence's hypotheses, best first: greedy for beam 1 without constraints, else
     beam search, constrained (with a beam of at least ``GREEDY_FALLBACK_BEAM``) where
     ``constraints`` is given. ``model`` gives the special ids and the profile's
     argmax and extensions; ``max_len_a`` and ``repeat_stop`` are the guards
     (``aiayn.decode.guards``); ``glued``: per target token, whether it continues a word
-    (``aiayn.translate.terms.glued_tokens``), never right after a constraint."""
+    (``aiayn.translate.terms.glued_tokens``), never right after a constraint; ``closing``:
+    whether it ends a sentence, never while a constraint is to come (``closing_tokens``)."""
     specials = model.specials
     if beam == 1 and constraints is None:
         log_probs = torch.zeros(src.size(0), src.size(1) + max_len_b, device=src.device)  # (B, T)
@@ -69,8 +71,13 @@ def search(
     if constraints is None:
         found = beam_search(stepper, src, **kwargs)
     else:
-        mask = torch.tensor(glued, dtype=torch.bool, device=src.device) if glued else None
-        found = constrained_beam_search(stepper, src, constraints, glued=mask, **kwargs)
+        glued_mask, closing_mask = (
+            torch.tensor(m, dtype=torch.bool, device=src.device) if m else None
+            for m in (glued, closing)
+        )
+        found = constrained_beam_search(
+            stepper, src, constraints, glued=glued_mask, closing=closing_mask, **kwargs
+        )
     return [
         [(h.tokens, h.score, confidence(h.log_prob, len(h.tokens))) for h in hyps] for hyps in found
     ]

@@ -142,6 +142,24 @@ def glued_tokens(tokenizer: Tokenizer) -> tuple[bool, ...]:
     return tuple(bool(p) and p[0].isalnum() for p in pieces)
 
 
+SENTENCE_ENDS = frozenset(".!?。！？…")
+
+
+def term_masks(tokenizer: Tokenizer) -> dict[str, tuple[bool, ...]]:
+    """What a constrained search needs of the target vocabulary: ``glued`` and
+    ``closing`` (``aiayn.translate.batches.search``'s arguments)."""
+    return {"glued": glued_tokens(tokenizer), "closing": closing_tokens(tokenizer)}
+
+
+def closing_tokens(tokenizer: Tokenizer) -> tuple[bool, ...]:
+    """Per target token, whether it ends a sentence: a piece of nothing but final
+    punctuation (``.``, ``▁.``, ``!``, ``?``, ``…``). None is written while a glossary term
+    or sentinel is still to come, so the search puts a term inside the sentence rather than
+    after its full stop."""
+    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
+    return tuple(bool(p.lstrip("▁")) and set(p.lstrip("▁")) <= SENTENCE_ENDS for p in pieces)
+
+
 def confidence(log_prob: float, n_tokens: int) -> float:
     """exp(log_prob / (n_tokens + 1)): the geometric mean of the emitted tokens' (EOS
     included) probabilities."""

@@ -41,11 +41,11 @@ from aiayn.translate.terms import (
     Translation,
     calibrated,
     constraints_of,
-    glued_tokens,
     join,
     keep_confident,
     mark,
     render_documents,
+    term_masks,
     worded_only,
 )
 
@@ -437,7 +437,7 @@ class Translator:
             stopping=options.stopping,
             max_len_a=self._max_len_a(options),
             repeat_stop=options.repeat_stop or None,
-            glued=glued_tokens(self.tgt_tokenizer) if constraints else (),
+            **(term_masks(self.tgt_tokenizer) if constraints else {}),
         )
         return [[self._translation(*h) for h in hyps] for hyps in found]
 
