@@ -156,9 +156,9 @@ def test_i18next_json_gets_the_target_s_plural_keys_and_keeps_other_values():
     notes = out["notes"]
     assert [k for k in notes if k.startswith("deleted_")] == [
         "deleted_one",
-        "deleted_few",
-        "deleted_many",
         "deleted_other",
+        "deleted_few",  # the target's categories, after the source's keys
+        "deleted_many",
     ]
     assert notes["deleted_one"] == "ONE NOTE WAS DELETED"
     assert notes["deleted_few"] == notes["deleted_other"] == "{{count}} NOTES WERE DELETED"
@@ -301,3 +301,70 @@ def test_plural_units_left_as_they_are_take_the_target_s_forms_too():
         **{f"n_{k}": "%d" for k in ("one", "few", "many", "other")},
         **{f"b_{k}": "one {" if k == "one" else "many {" for k in ("one", "few", "many", "other")},
     }
+
+
+def test_i18next_keys_that_only_look_like_plurals_stay_as_they_are():
+    source = (
+        b'{\n  "step_one": "Choose a plan",\n  "step_two": "Pay",\n  "step_three": "Confirm",\n'
+        b'  "x_zero": "No items",\n  "x_one": "One item",\n  "x_other": "{{count}} items",\n'
+        b'  "p_ordinal_one": "{{count}}st",\n  "p_ordinal_other": "{{count}}th"\n}\n'
+    )
+    out = translate_document(source, "json", shout_words, target="ru")
+    values = json.loads(out)
+    assert list(values)[:3] == ["step_one", "step_two", "step_three"]
+    assert values["step_two"] == "PAY" and values["x_zero"] == "NO ITEMS"
+    assert {"x_few", "x_many"} <= set(values) and "p_ordinal_few" not in values
+    assert out.startswith(b'{\n  "step_one"') and out.endswith(b"}\n")  # laid out as it was
+
+
+@pytest.mark.parametrize(("target", "keys"), [("ru-RU", 4), ("ar-EG", 6), ("ja-JP", 2)])
+def test_a_region_takes_its_language_s_plural_forms(target, keys):
+    source = b'{"x_one": "One file", "x_other": "{{count}} files"}'
+    out = json.loads(translate_document(source, "json", shout_words, target=target))
+    assert len(out) == keys
+
+
+def test_what_has_nothing_to_translate_is_not_sent_and_repeats_are_sent_once():
+    sent: list[list[str]] = []
+
+    def record(texts):
+        sent.append(texts)
+        return shout_words(texts)
+
+    source = b'{"a": "Hello", "b": "Hello", "c": "%s", "d": "{{count}}", "e": "https://x.org/a"}'
+    out = json.loads(translate_document(source, "json", record, target="de"))
+    assert sent == [["Hello"]] and out == {**json.loads(source), "a": "HELLO", "b": "HELLO"}
+
+
+def test_an_xliff_translation_with_a_bare_ampersand_is_escaped():
+    def ampersand(texts):
+        return [t.replace("Hello", "F&E") for t in texts]  # its placeholders kept
+
+    out = translate_document(FILES["xliff"], "xliff", ampersand, target="de").decode()
+    assert '<target state="translated">F&amp;E {name} &amp; welcome</target>' in out
+
+
+def test_units_marked_not_to_translate_are_kept():
+    xliff = FILES["xliff"].replace(
+        b'<trans-unit id="greet">', b'<trans-unit id="greet" translate="no">'
+    )
+    assert "Hello {name} &amp; welcome" not in read_document(xliff, "xliff").texts
+    android = b"""<resources>
+<string name="a">Get it on <xliff:g id="s">Google Play</xliff:g></string>
+<string name="r">@string/app_name</string></resources>"""
+    android = android.replace(
+        b"<resources>", b'<resources xmlns:xliff="urn:oasis:names:tc:xliff:document:1.2">'
+    )
+    out = translate_document(android, "android", shout_words, target="de").decode()
+    assert 'GET IT ON <xliff:g id="s">Google Play</xliff:g>' in out
+    assert '<string name="r">@string/app_name</string>' in out
+
+
+def test_a_po_header_s_plural_rule_of_another_language_is_replaced():
+    po = FILES["po"].replace(
+        b'"Content-Transfer-Encoding: 8bit\\n"\n',
+        b'"Content-Transfer-Encoding: 8bit\\n"\n"Language: en\\n"\n'
+        b'"Plural-Forms: nplurals=2; plural=(n != 1);\\n"\n',
+    )
+    out = translate_document(po, "po", shout_words, target="ru").decode()
+    assert "nplurals=3;" in out and "Language: ru" in out

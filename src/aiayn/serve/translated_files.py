@@ -162,7 +162,9 @@ async def translate_document_file(
             raise BadRequest(
                 f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
             )
-        found = await translate(texts) if texts else []
+        distinct = list(dict.fromkeys(texts))  # each distinct text translated once
+        by_text = dict(zip(distinct, await translate(distinct) if texts else [], strict=True))
+        found = [by_text[t] for t in texts]
         with _as_api_errors():
             return await asyncio.to_thread(process.render, found, what=filename, target=target)
 

@@ -42,6 +42,7 @@ __all__ = [
     "Format",
     "Limits",
     "Translated",
+    "each_once",
     "ending_as_sources",
     "format_for",
     "read_document",
@@ -182,10 +183,21 @@ def translate_document(
     document = read_document(data, format, what=what, limits=limits, retranslate=retranslate)
     if not document.texts:
         return render(document, [], what=what, target=target, report=report)
-    found = [Translated(t) if isinstance(t, str) else t for t in translate(document.texts)]
-    if len(found) != len(document.texts):
-        raise ValueError(f"{len(found)} translations for {len(document.texts)} texts")
+    found = each_once(translate, document.texts)
     return render(document, found, what=what, target=target, report=report)
+
+
+def each_once(
+    translate: Callable[[list[str]], Sequence[str | Translated]], texts: list[str]
+) -> list[Translated]:
+    """``translate`` of ``texts``, each distinct text translated once (a catalogue's
+    repeated strings, a document's repeated cells)."""
+    distinct = list(dict.fromkeys(texts))
+    found = [Translated(t) if isinstance(t, str) else t for t in translate(distinct)]
+    if len(found) != len(distinct):
+        raise ValueError(f"{len(found)} translations for {len(distinct)} texts")
+    by_text = dict(zip(distinct, found, strict=True))
+    return [by_text[t] for t in texts]
 
 
 def render(

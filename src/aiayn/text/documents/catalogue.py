@@ -17,6 +17,7 @@ source language. Units that hold a translation already are kept unless ``retrans
 from __future__ import annotations
 
 import gettext
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,15 +29,18 @@ from aiayn.text.documents.base import (
     declares_entities,
     reading,
 )
+from aiayn.text.documents.i18next import with_plural_keys
 from aiayn.text.documents.messages import (
     Message,
     MessageError,
+    has_text,
     icu_message,
     is_icu,
     placeholders,
     protect_problem,
 )
 
+BARE_AMPERSAND = re.compile(r"&(?!(?:[A-Za-z][A-Za-z0-9]*|#\d+|#x[0-9A-Fa-f]+);)")
 SHOWN_KEYS = 3  # the summary names this many of the units it left untranslated
 # a localisation file's size at most, whatever the document limits allow: the largest
 # catalogues of large projects (LibreOffice's, WordPress's) are a few MiB
@@ -83,8 +87,10 @@ class Catalogue:
     """A localisation file read for translation: ``texts``, and the file with their
     translations in place (``render``, once), with a ``summary`` line afterwards."""
 
-    def __init__(self, kind: Kind, store: Any, *, what: str, limits: Limits, retranslate: bool):
-        self.kind, self._store, self._what = kind, store, what
+    def __init__(
+        self, kind: Kind, store: Any, source: bytes, *, what: str, limits: Limits, retranslate: bool
+    ):
+        self.kind, self._store, self._source, self._what = kind, store, source, what
         self.tally = Tally()
         self._entries: list[Entry] = []
         self._as_they_are: list[tuple[Any, list[str]]] = []  # plural units not translated
@@ -103,16 +109,16 @@ class Catalogue:
         sources = _sources(unit, self.kind)
         if len(sources) > 1 and not self.kind.bilingual:  # the target's forms, even if it
             self._as_they_are.append((unit, sources))  # is not translated
-        if not any(any(c.isalpha() for c in s) for s in sources):
-            return  # nothing to translate in it: a number, a code
+        if not any(has_text(s) for s in sources):
+            return  # nothing to translate in it: a number, a code, a placeholder alone
         try:
             forms = [icu_message(s) if is_icu(s) else Message((s,)) for s in sources]
         except MessageError as e:
             self.tally.untranslated.append(f"{key} ({e})")
             return
         problem = next((p for m in forms for t in m.texts if (p := protect_problem(t))), None)
-        if problem is not None:
-            self.tally.untranslated.append(f"{key} ({problem})")
+        if problem is not None:  # said of the file, not of the command line's --no-protect
+            self.tally.untranslated.append(f"{key} ({problem.split(' (close it')[0]})")
             return
         entry = Entry(unit, key, forms, start=len(self.texts))
         self._entries.append(entry)
@@ -140,7 +146,8 @@ class Catalogue:
             unsure = any(review[entry.start : entry.start + entry.size])
             self._put(entry, found, unsure, plural)
         self._entries = []
-        return bytes(self._store)
+        out = bytes(self._store)
+        return with_plural_keys(out, plural.tags, self._source) if self.kind.name == "json" else out
 
     def _put(self, entry: Entry, found: Sequence[str], unsure: bool, plural: PluralForms) -> None:
         sources = [t for m in entry.forms for t in m.texts]
@@ -150,7 +157,11 @@ class Catalogue:
         elif unsure and not self.kind.bilingual:  # no review mark: kept in the source language
             self.tally.untranslated.append(f"{entry.key} (confidence too low)")
         else:
-            self._write(entry.unit, plural.spread(_rendered(entry.forms, found)), unsure)
+            try:
+                self._write(entry.unit, plural.spread(_rendered(entry.forms, found)), unsure)
+            except DocumentError as e:  # a translation its format cannot hold (XML)
+                self.tally.untranslated.append(f"{entry.key} ({str(e).split(': ', 1)[-1]})")
+                return
             self.tally.translated += 1
             self.tally.review += unsure
             return
@@ -197,6 +208,7 @@ class PluralForms:
 
     count: int | None  # None: as many as the source has
     singular: frozenset[int] = frozenset({0})
+    tags: tuple[str, ...] = ()  # their CLDR categories, where the format names forms so
 
     def spread(self, forms: list[str]) -> list[str]:
         if len(forms) == 1 or self.count is None:
@@ -210,16 +222,28 @@ def _plural_forms(store: Any, kind: Kind, locale: str | None) -> PluralForms:
         return _po_plurals(store, locale)
     if locale is None:
         return PluralForms(None)
-    from translate.lang.data import get_cldr_plural_tags
-
-    store.settargetlanguage(locale)
+    store.settargetlanguage(locale.replace("_", "-") if kind.name == "xliff" else locale)
     _name_root(store, locale)
     _name_locale(store, locale)
-    tags = get_cldr_plural_tags(locale)  # gettext's integer categories, as Weblate writes
-    if "other" not in tags:  # ... and CLDR's "other" (fractions), which i18next and Rails ask
-        tags = [*tags, "other"]
+    tags = plural_tags(locale)
+    if tags is None:
+        return PluralForms(None)
     store.get_plural_tags = lambda target=None: tags
-    return PluralForms(len(tags), frozenset(i for i, tag in enumerate(tags) if tag == "one"))
+    singular = frozenset(i for i, tag in enumerate(tags) if tag == "one")
+    return PluralForms(len(tags), singular, tuple(tags))
+
+
+def plural_tags(locale: str) -> list[str] | None:
+    """A language's plural categories, as translate-toolkit names its forms (gettext's
+    integer categories, as Weblate writes them) and CLDR's "other" (fractions), which
+    i18next and Rails ask for; a region or script falls back to its language (ru_RU: ru).
+    None for a language the table does not know."""
+    from translate.lang.data import plural_tags as table
+
+    found = table.get(locale) or table.get(locale.split("_")[0])
+    if found is None:
+        return None
+    return list(found) if "other" in found else [*found, "other"]
 
 
 def _po_plurals(store: Any, locale: str | None) -> PluralForms:
@@ -227,6 +251,9 @@ def _po_plurals(store: Any, locale: str | None) -> PluralForms:
     (written into the header, with the language)."""
     count, rule = store.getheaderplural()
     if locale is not None:
+        named = (store.gettargetlanguage() or "").replace("-", "_").split("_")[0]
+        if named != locale.split("_")[0]:  # the header's rule is another language's
+            count = rule = None
         store.updateheader(add=True, Language=locale)
         if count is None or rule is None:
             from babel.core import UnknownLocaleError
@@ -279,7 +306,12 @@ def _ignored(unit: Any) -> bool:
     if not isinstance(unit.source, str):  # a JSON number or boolean (multistring is a str)
         return True
     element = getattr(unit, "xmlelement", None)
-    return element is not None and element.get("translatable") == "false"
+    if element is None:
+        return False
+    if element.get("translatable") == "false":  # Android
+        return True
+    holders = (element, element.getparent()) if element.getparent() is not None else (element,)
+    return any(e.get("translate") == "no" for e in holders)  # XLIFF: the unit's or segment's
 
 
 def _has_target(unit: Any) -> bool:
@@ -290,7 +322,7 @@ def _has_target(unit: Any) -> bool:
 
 def _key(unit: Any) -> str:
     key = unit.getid() or unit.getcontext() or ""
-    return str(key).replace("\x04", " / ")
+    return str(key).replace("\x04", " / ").removeprefix(".")  # JSON's ids start with "."
 
 
 def _sources(unit: Any, kind: Kind) -> list[str]:
@@ -324,11 +356,12 @@ def _set_xliff_target(unit: Any, text: str, unsure: bool) -> None:
     inline markup of its source kept), in the state of its confidence."""
     from lxml import etree
 
+    namespace = etree.QName(unit.source_dom).namespace
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+    text = BARE_AMPERSAND.sub("&amp;", text)  # "F&E": a translation's own ampersand
+    holder = etree.fromstring(f'<t xmlns="{namespace}">{text}</t>', parser)  # before writing
     unit.target = "-"  # makes the element, in its place, in the state "translated"
     target = unit.getlanguageNode(lang=None, index=1)
-    namespace = etree.QName(target).namespace
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
-    holder = etree.fromstring(f'<t xmlns="{namespace}">{text}</t>', parser)
     target.text = holder.text
     for child in list(target):
         target.remove(child)
@@ -367,7 +400,7 @@ def read_catalogue(
         raise DocumentError(f"{what}: declares XML entities (refused: entity expansion)")
     with reading(what, kind.label):
         store = kind.parse(data)
-    return Catalogue(kind, store, what=what, limits=limits, retranslate=retranslate)
+    return Catalogue(kind, store, data, what=what, limits=limits, retranslate=retranslate)
 
 
 def _parsed(cls_path: str) -> Callable[[bytes], Any]:
@@ -409,7 +442,7 @@ KINDS = {
     for k in (
         Kind("po", "gettext PO file", _parsed("po:pofile"), bilingual=True),
         Kind("xliff", "XLIFF file", _xliff, bilingual=True, xml=True),
-        Kind("json", "JSON file", _parsed("jsonl10n:I18NextV4File"), bilingual=False),
+        Kind("json", "JSON file", _parsed("jsonl10n:JsonNestedFile"), bilingual=False),
         Kind("arb", "Flutter ARB file", _parsed("jsonl10n:ARBJsonFile"), bilingual=False),
         Kind("yaml", "YAML file", _yaml, bilingual=False),
         Kind(

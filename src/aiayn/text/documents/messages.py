@@ -30,6 +30,12 @@ from aiayn.text.protect import (
 # What a catalogue's strings hold besides aiayn.text.protect's built-in placeholders
 # (printf's %s, %1$s, %(n)d and iOS's %@, {0}, {name}, {{count}}, $VAR, ${x}, URLs)
 PLACEHOLDERS: tuple[str, ...] = (
+    r"<xliff:g\b[^>]*>.*?</xliff:g>",  # Android: a span not to translate, whole
+    r"<mrk\b[^>]*\btranslate=\"no\"[^>]*>.*?</mrk>",  # XLIFF 2.0: the same
+    r"%(?:\d+\$)?[-#0+ ']*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|ll|[hlLqjzt])"
+    r"[diouxXeEfFgGaAcCsSpn@]",  # printf with a length: %ld, %lld, %1$lld, %zu
+    r"%#@\w+@",  # Apple's stringsdict: %#@files@
+    r"%[-_0^#]?[A-Za-z]",  # any other conversion: Java's %n, strftime's %Y, %m, %u
     r"%%",  # a printf string's literal percent sign
     r"%\{[^{}\s]+\}",  # Ruby i18n: %{count}
     r"%<[^<>\s]+>[-#0+ ]*\d*(?:\.\d+)?[A-Za-z]",  # Ruby format: %<count>d
@@ -37,6 +43,10 @@ PLACEHOLDERS: tuple[str, ...] = (
     r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>",  # markup: <b>, </a>, <a href="...">, <br/>
     r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#x[0-9A-Fa-f]+);",  # XML and HTML entities
     r"(?<!\S)#(?!\S)",  # ICU's number sign in a plural branch: "# files"
+)
+NOT_TEXT = regex.compile(
+    r"[@?][\w.:]*\w/[\w.]+"  # a resource reference
+    r"|(?i:true|false|null|~)|[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?|:\w+"  # YAML's others
 )
 # what every protected span holds (URLs and e-mail addresses: "." and "@")
 SPAN_CHARACTERS = regex.compile(r"[{}%$<>&#`@.]")
@@ -67,6 +77,15 @@ def _one_pattern() -> regex.Pattern:
     of which runs away, so no time limit is needed."""
     patterns = (*PLACEHOLDERS, *BUILT_IN.values())
     return regex.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+def has_text(text: str) -> bool:
+    """Whether ``text`` holds something to translate: a letter outside its placeholders and
+    markup, and not a resource reference (Android's ``@string/name``, ``?attr/name``) nor
+    a YAML value of another type (``true``, ``10``, a Ruby symbol ``:year``)."""
+    if NOT_TEXT.fullmatch(text.strip()):
+        return False
+    return any(c.isalpha() for c in _one_pattern().sub(" ", text))
 
 
 def protect_problem(text: str) -> str | None:
