@@ -257,7 +257,6 @@ original="a" source-language="en" datatype="plaintext"><body><trans-unit id="u">
             b'<resources><string name="a">&x;</string></resources>',
             "declares XML entities",
         ),
-        ("yaml", _alias_bomb(), "not a readable YAML file .*limit"),
         ("json", b"[" * 100_000 + b"]" * 100_000, "not a readable JSON file"),
         ("xliff", XLIFF_BODY % (b"<g>" * 5000 + b"x" + b"</g>" * 5000), "not a readable XLIFF"),
     ],
@@ -368,3 +367,37 @@ def test_a_po_header_s_plural_rule_of_another_language_is_replaced():
     )
     out = translate_document(po, "po", shout_words, target="ru").decode()
     assert "nplurals=3;" in out and "Language: ru" in out
+
+
+def test_a_yaml_alias_bomb_is_read_once_and_written_with_its_aliases():
+    """YAML's billion laughs: each aliased list is walked once, in bounded time, and the
+    file comes back with its anchors and aliases."""
+    start = time.perf_counter()
+    document = read_document(_alias_bomb(), "yaml")
+    out = translate_document(_alias_bomb(), "yaml", shout_words, target="de").decode()
+    assert document.texts == ["lol"] * 8 and time.perf_counter() - start < 10
+    assert out.count("LOL") == 8 and "*k" in out and len(out) < 2 * len(_alias_bomb())
+
+
+def test_yaml_keeps_values_that_are_no_text_and_merged_keys():
+    source = b"""en:
+  number:
+    precision: 3
+    significant: false
+    ratio: 1.5
+    unit: "%u%n"
+  order: [:year, :month]
+  defaults: &defaults
+    title: Hello %{name}
+  page:
+    <<: *defaults
+  inbox:
+    zero: No messages
+    one: One message
+    other: "%{count} messages"
+"""
+    out = translate_document(source, "yaml", shout_words, target="ru").decode()
+    assert out.startswith("ru:\n  number:\n    precision: 3\n    significant: false\n")
+    assert '    ratio: 1.5\n    unit: "%u%n"\n  order: [:year, :month]' in out
+    assert "  page:\n    <<: *defaults\n  inbox:\n    zero: NO MESSAGES\n" in out
+    assert '    few: "%{count} MESSAGES"' in out

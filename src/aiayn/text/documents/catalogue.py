@@ -1,7 +1,8 @@
 """Localisation files: an application's message catalogues, read and written by
 translate-toolkit's storage classes (``aiayn[l10n]``), which keep what they do not change:
-gettext PO and POT, XLIFF 1.2 and 2.0, JSON (i18next's nested keys and plurals, Flutter's
-ARB), YAML (Rails' and plain), Android's strings.xml and Java properties.
+gettext PO and POT, XLIFF 1.2 and 2.0, JSON (nested keys, i18next's plural keys:
+``i18next``; Flutter's ARB), Android's strings.xml and Java properties; YAML (Rails' and
+plain) by ruamel.yaml's round trip (``yaml_catalogue``).
 
 A ``Catalogue``'s ``texts`` are its units' source strings still to translate: each plural
 form, and the inner texts of ICU plural and select arguments (``messages``), their selectors
@@ -39,6 +40,7 @@ from aiayn.text.documents.messages import (
     placeholders,
     protect_problem,
 )
+from aiayn.text.documents.yaml_catalogue import read_yaml
 
 BARE_AMPERSAND = re.compile(r"&(?!(?:[A-Za-z][A-Za-z0-9]*|#\d+|#x[0-9A-Fa-f]+);)")
 SHOWN_KEYS = 3  # the summary names this many of the units it left untranslated
@@ -223,12 +225,14 @@ def _plural_forms(store: Any, kind: Kind, locale: str | None) -> PluralForms:
     if locale is None:
         return PluralForms(None)
     store.settargetlanguage(locale.replace("_", "-") if kind.name == "xliff" else locale)
-    _name_root(store, locale)
     _name_locale(store, locale)
     tags = plural_tags(locale)
     if tags is None:
         return PluralForms(None)
-    store.get_plural_tags = lambda target=None: tags
+    if hasattr(store, "set_plural_tags"):  # aiayn's YAML store
+        store.set_plural_tags(tags)
+    else:  # translate-toolkit's stores ask their own
+        store.get_plural_tags = lambda target=None: tags
     singular = frozenset(i for i, tag in enumerate(tags) if tag == "one")
     return PluralForms(len(tags), singular, tuple(tags))
 
@@ -270,18 +274,6 @@ def _po_plurals(store: Any, locale: str | None) -> PluralForms:
     count = int(count)
     singular = gettext.c2py(rule)(1) if count > 1 else -1
     return PluralForms(count, frozenset({singular}))
-
-
-def _name_root(store: Any, locale: str) -> None:
-    """A Rails file's root key: the target language (pt-BR, as Rails spells it).
-    translate-toolkit names the root by the file it read (``_original``), not by the
-    target language it is given."""
-    original = getattr(store, "_original", None)
-    if type(store).__name__ != "RubyYAMLFile" or not original or len(original) != 1:
-        return
-    value = original.pop(next(iter(original)))
-    original.insert(0, locale.replace("_", "-"), value)
-    store.preprocess = lambda data: data[next(iter(data))]  # keep the target language
 
 
 def _name_locale(store: Any, locale: str) -> None:
@@ -422,21 +414,6 @@ def _xliff(data: bytes) -> Any:
     return _parsed("xliff2:Xliff2File" if version_2 else "xliff:xlifffile")(data)
 
 
-def _yaml(data: bytes) -> Any:
-    """A Rails file (one top-level key, a language's code) or plain YAML."""
-    rails = _parsed("yaml:RubyYAMLFile")(data)
-    return rails if rails.units and _rails_root(data) else _parsed("yaml:YAMLFile")(data)
-
-
-def _rails_root(data: bytes) -> bool:
-    import regex
-
-    roots = regex.findall(rb"(?m)^([^\s#-][^:\n]*):", data)
-    return len(roots) == 1 and regex.fullmatch(
-        rb"[\"']?[a-z]{2,3}([-_][A-Za-z]{2,4})?[\"']?", roots[0]
-    )
-
-
 KINDS = {
     k.name: k
     for k in (
@@ -444,7 +421,7 @@ KINDS = {
         Kind("xliff", "XLIFF file", _xliff, bilingual=True, xml=True),
         Kind("json", "JSON file", _parsed("jsonl10n:JsonNestedFile"), bilingual=False),
         Kind("arb", "Flutter ARB file", _parsed("jsonl10n:ARBJsonFile"), bilingual=False),
-        Kind("yaml", "YAML file", _yaml, bilingual=False),
+        Kind("yaml", "YAML file", read_yaml, bilingual=False),
         Kind(
             "android",
             "Android string resource",
