@@ -401,3 +401,22 @@ def test_yaml_keeps_values_that_are_no_text_and_merged_keys():
     assert '    ratio: 1.5\n    unit: "%u%n"\n  order: [:year, :month]' in out
     assert "  page:\n    <<: *defaults\n  inbox:\n    zero: NO MESSAGES\n" in out
     assert '    few: "%{count} MESSAGES"' in out
+
+
+def test_java_properties_keep_their_encoding():
+    """An ISO-8859-1 or escaped ASCII file comes back as ASCII with Java's escapes (what
+    Properties.load reads); a UTF-8 one as UTF-8."""
+
+    def cafe(texts):
+        return [t.replace("Hello", "Café") for t in texts]
+
+    latin = "greet=Hello {0}\nname=Zoë\n".encode("latin-1")
+    assert (
+        translate_document(latin, "properties", cafe) == b"greet=Caf\\u00e9 {0}\nname=Zo\\u00eb\n"
+    )
+    escaped = b"greet=Hello {0}\nname=Zo\\u00eb\n"
+    assert (
+        translate_document(escaped, "properties", cafe) == b"greet=Caf\\u00e9 {0}\nname=Zo\\u00eb\n"
+    )
+    utf8 = "greet=Hello {0}\nname=Zoë\n".encode()
+    assert translate_document(utf8, "properties", cafe).decode() == "greet=Café {0}\nname=Zoë\n"
