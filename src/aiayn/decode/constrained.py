@@ -112,9 +112,8 @@ def constrained_beam_search(
     with the same guards (``max_len_a``, ``repeat_stop``). ``glued``: (V,) the tokens that
     continue a word (a subword without its word-start mark), never emitted right after a
     constraint, so a term stays a word of its own (``Mann``, not ``Mannschaft``).
-    ``closing``: (V,) the tokens that end a sentence (``.``, ``!``, ``?``), never emitted
-    while a constraint is still to come (unless it is that constraint's next token), so a
-    term goes inside the sentence, not after its full stop.
+    ``closing``: (V,) the tokens that end a sentence (``.``, ``!``), none while a constraint
+    is to come (but its own next token): a term goes inside the sentence, not after it.
 
     Returns, for each sentence, ``nbest`` hypotheses, best first: those holding every
     constraint before any that reached the maximum length without them.
@@ -139,12 +138,8 @@ def constrained_beam_search(
         a, width = alive.shape
         log_probs, state = decoder.step(tokens[:, -1:], state)  # (A·W, V)
         at_max = restrict_rows(log_probs, tokens, max_len[active], step, repeat_stop, specials)
-        unmet = ~met.all(dim=1) & ~at_max  # (A·W,)
-        _hold_back(log_probs, unmet, ended, glued, specials.eos)
-        if closing is not None:
-            _hold_closing(
-                log_probs, unmet, closing, _next_tokens(progress.tokens[active], met, matched)
-            )
+        wanted = _next_tokens(progress.tokens[active], met, matched)  # (A·W, C)
+        _hold_back(log_probs, ~met.all(dim=1) & ~at_max, ended, wanted, glued, closing, specials)
         beams, new, scores = _candidates(
             log_probs, alive, met, matched, progress.tokens[active], 2 * k, extensions
         )  # (A, M) each
@@ -155,11 +150,7 @@ def constrained_beam_search(
             active, before, matched[rows.view(-1)].view(a, -1, c), new
         )
         is_eos = new == specials.eos
-        finished = is_eos & torch.isfinite(scores)
-        if finished.any():
-            prefixes = tokens[rows.view(-1)].view(a, rows.size(1), -1)  # (A, M, t+1)
-            unmet = ~cand_met.all(dim=2)  # (A, M)
-            pool.add(active, prefixes, scores, finished, length=step + 1, alpha=alpha, demote=unmet)
+        _finish(pool, active, tokens, rows, scores, is_eos, cand_met, step, alpha)
         pick = _allocate(scores.masked_fill(is_eos, NEG_INF), bank, k)  # (A, K)
         alive = scores.gather(1, pick)  # (A, K)
         done = sentences_done(stopping, alive, pool, active, best_possible_lp, step, alpha, nbest)
@@ -181,23 +172,47 @@ def constrained_beam_search(
     return pool.results(nbest)
 
 
-def _hold_back(
-    log_probs: Tensor, unmet: Tensor, ended: Tensor, glued: Tensor | None, eos: int
+def _finish(
+    pool: FinishedPool,
+    active: Tensor,
+    tokens: Tensor,
+    rows: Tensor,
+    scores: Tensor,
+    is_eos: Tensor,
+    met: Tensor,
+    step: int,
+    alpha: float | None,
 ) -> None:
-    """No EOS for the (A·W,) ``unmet`` rows (a constraint still to hold), and none of the
-    (V,) ``glued`` tokens right after a constraint in the (A·W,) ``ended`` rows."""
-    log_probs[unmet, eos] = NEG_INF
+    """The (A, M) candidates that end here (EOS, a finite score) into ``pool``; those that
+    have not met all their (A, M, C) constraints rank below every one that has."""
+    finished = is_eos & torch.isfinite(scores)
+    if finished.any():
+        prefixes = tokens[rows.view(-1)].view(rows.size(0), rows.size(1), -1)  # (A, M, t+1)
+        unmet = ~met.all(dim=2)  # (A, M)
+        pool.add(active, prefixes, scores, finished, length=step + 1, alpha=alpha, demote=unmet)
+
+
+def _hold_back(
+    log_probs: Tensor,
+    unmet: Tensor,
+    ended: Tensor,
+    wanted: Tensor,
+    glued: Tensor | None,
+    closing: Tensor | None,
+    specials: SpecialIds,
+) -> None:
+    """No EOS for the (A·W,) ``unmet`` rows (a constraint still to hold), nor any of the
+    (V,) ``closing`` tokens but those that are the next token of one of their unmet
+    constraints ((A·W, C) ``wanted``, -1: none); none of the (V,) ``glued`` tokens right
+    after a constraint in the (A·W,) ``ended`` rows."""
+    log_probs[unmet, specials.eos] = NEG_INF
     if glued is not None:
         log_probs.masked_fill_(ended[:, None] & glued, NEG_INF)  # (A·W, V)
-
-
-def _hold_closing(log_probs: Tensor, unmet: Tensor, closing: Tensor, wanted: Tensor) -> None:
-    """No (V,) ``closing`` token for the (A·W,) ``unmet`` rows, but those that are the
-    next token of one of their unmet constraints ((A·W, C) ``wanted``, -1: none)."""
-    ban = unmet[:, None] & closing  # (A·W, V)
-    rows, slots = (wanted >= 0).nonzero(as_tuple=True)
-    ban[rows, wanted[rows, slots]] = False
-    log_probs.masked_fill_(ban, NEG_INF)
+    if closing is not None:
+        ban = unmet[:, None] & closing  # (A·W, V)
+        rows, slots = (wanted >= 0).nonzero(as_tuple=True)
+        ban[rows, wanted[rows, slots]] = False
+        log_probs.masked_fill_(ban, NEG_INF)
 
 
 def _next_tokens(own: Tensor, met: Tensor, matched: Tensor) -> Tensor:

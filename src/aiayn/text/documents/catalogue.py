@@ -31,6 +31,7 @@ from aiayn.text.documents.base import (
     reading,
 )
 from aiayn.text.documents.i18next import with_plural_keys
+from aiayn.text.documents.java_properties import as_properties, read_properties
 from aiayn.text.documents.messages import (
     Message,
     MessageError,
@@ -151,7 +152,7 @@ class Catalogue:
         out = bytes(self._store)
         if self.kind.name == "json":
             return with_plural_keys(out, plural.tags, self._source)
-        return _as_properties(out, self._source) if self.kind.name == "properties" else out
+        return as_properties(out, self._source) if self.kind.name == "properties" else out
 
     def _put(self, entry: Entry, found: Sequence[str], unsure: bool, plural: PluralForms) -> None:
         sources = [t for m in entry.forms for t in m.texts]
@@ -416,38 +417,6 @@ def _xliff(data: bytes) -> Any:
     return _parsed("xliff2:Xliff2File" if version_2 else "xliff:xlifffile")(data)
 
 
-def _properties(data: bytes) -> Any:
-    """Java properties: a UTF-8 file (Java 9's resource bundles) is read as UTF-8; an ASCII
-    or ISO-8859-1 one (``Properties.load``'s encoding) with its other characters as the
-    escapes Java reads (``_escaped``), as ``_as_properties`` writes it back."""
-    if not data.isascii() and _is_utf8(data):
-        return _parsed("properties:javautf8file")(data)
-    return _parsed("properties:javafile")(_escaped(data.decode("latin-1")))
-
-
-def _as_properties(out: bytes, source: bytes) -> bytes:
-    """A properties file in its source's encoding: UTF-8 as it is, else ASCII."""
-    return out if not source.isascii() and _is_utf8(source) else _escaped(out.decode("utf-8"))
-
-
-def _escaped(text: str) -> bytes:
-    """``text`` in ASCII, each other character as Java's escapes of its UTF-16 units."""
-    return "".join(c if c.isascii() else _java_escape(c) for c in text).encode("ascii")
-
-
-def _java_escape(character: str) -> str:
-    units = character.encode("utf-16-be")
-    return "".join(f"\\u{units[i] << 8 | units[i + 1]:04x}" for i in range(0, len(units), 2))
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
 KINDS = {
     k.name: k
     for k in (
@@ -466,7 +435,7 @@ KINDS = {
         Kind(
             "properties",
             "Java properties file",
-            _properties,
+            read_properties,
             bilingual=False,
         ),
     )
