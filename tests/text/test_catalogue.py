@@ -220,6 +220,7 @@ def test_icu_messages_keep_their_selectors():
         ("po", b'msgid "a"\nmsgstr "b', "not a readable gettext PO file"),
         ("xliff", b"<xliff><file>", "not a readable XLIFF file"),
         ("json", b'{"a": ', "not a readable JSON file"),
+        ("json", b'"just a string"', "not a readable JSON file .not an object of strings"),
         ("yaml", b"a: [b\n", "not a readable YAML file"),
         ("android", b"<resources><string>", "not a readable Android string resource"),
         ("po", b"\xff\xfe\x00garbage", "not a readable gettext PO file"),

@@ -391,6 +391,8 @@ def read_catalogue(
         DocumentTooLarge: more texts than ``limits``.
     """
     limits.check(what, len(data), min(limits.max_bytes, MAX_CATALOGUE_BYTES), "bytes")
+    if kind.name in ("json", "arb") and data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] not in (b"{", b"["):
+        raise DocumentError(f"{what}: not a readable {kind.label} (not an object of strings)")
     if kind.xml and declares_entities(data):
         raise DocumentError(f"{what}: declares XML entities (refused: entity expansion)")
     with reading(what, kind.label):
