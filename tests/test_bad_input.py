@@ -314,6 +314,7 @@ CASES: list[tuple[str, Callable | None, list[str], str]] = [
     ("translate --stopping soon", NONE, [*TRANSLATE, "--stopping", "soon"], "--stopping"),
     ("translate --text cooked", NONE, [*TRANSLATE, "--text", "cooked"], "--text"),
     ("translate --format pdf", NONE, [*TRANSLATE, "--format", "pdf"], "--format"),
+    ("translate --retranslate=yes", NONE, [*TRANSLATE, "--retranslate=yes"], "--retranslate"),
     ("generate --top-p 0", NONE, [*GENERATE, "--top-p", "0"], "--top-p"),
     ("generate --top-p 1.5", NONE, [*GENERATE, "--top-p", "1.5"], "--top-p"),
     ("generate --temperature -1", NONE, [*GENERATE, "--temperature", "-1"], "--temperature"),

@@ -124,6 +124,7 @@ def test_a_not_a_number_minimum_is_a_one_line_400(client):
         ({"glossary": "no tab here"}, "the dog runs", "glossary: line 1"),
         ({"glossary": ""}, "the dog runs", "glossary: no terms"),
         ({}, "the dog runs\nthe {{dog runs", "unbalanced placeholder '{{'"),
+        ({"retranslate": "maybe"}, "the dog runs", "retranslate"),
     ],
 )
 def test_translate_file_bad_values_are_a_one_line_400(client, fields, text, message):
