@@ -39,8 +39,8 @@ def search(
     ``constraints`` is given. ``model`` gives the special ids and the profile's
     argmax and extensions; ``max_len_a`` and ``repeat_stop`` are the guards
     (``aiayn.decode.guards``); ``glued``: per target token, whether it continues a word
-    (``aiayn.translate.terms.glued_tokens``), never right after a constraint; ``closing``:
-    whether it ends a sentence, never while a constraint is to come (``closing_tokens``)."""
+    (``aiayn.translate.terms.term_masks``), never right after a constraint; ``closing``:
+    whether it ends a sentence, never while a constraint is to come."""
     specials = model.specials
     if beam == 1 and constraints is None:
         log_probs = torch.zeros(src.size(0), src.size(1) + max_len_b, device=src.device)  # (B, T)

@@ -132,32 +132,29 @@ def _targets(m: Marked, spans: bool) -> list[str]:
     return sentinels + [t.target for t in m.terms]
 
 
-@lru_cache(maxsize=16)
-def glued_tokens(tokenizer: Tokenizer) -> tuple[bool, ...]:
-    """Per target token, whether it continues the word before it: a SentencePiece piece
-    that starts with a letter or digit, not with the word-start mark ``▁`` (punctuation may
-    follow a word directly). None of them may follow a completed glossary term or
-    sentinel."""
-    pieces = tokenizer.pieces(range(tokenizer.vocab_size))
-    return tuple(bool(p) and p[0].isalnum() for p in pieces)
-
-
 SENTENCE_ENDS = frozenset(".!?。！？…")
 
 
+@lru_cache(maxsize=16)
 def term_masks(tokenizer: Tokenizer) -> dict[str, tuple[bool, ...]]:
-    """What a constrained search needs of the target vocabulary: ``glued`` and
-    ``closing`` (``aiayn.translate.batches.search``'s arguments)."""
-    return {"glued": glued_tokens(tokenizer), "closing": closing_tokens(tokenizer)}
+    """What a constrained search needs of the target vocabulary
+    (``aiayn.translate.batches.search``'s arguments), per token, read from its pieces once
+    per tokenizer (every batch with a glossary term or a sentinel asks):
 
-
-def closing_tokens(tokenizer: Tokenizer) -> tuple[bool, ...]:
-    """Per target token, whether it ends a sentence: a piece of nothing but final
-    punctuation (``.``, ``▁.``, ``!``, ``?``, ``…``). None is written while a glossary term
-    or sentinel is still to come, so the search puts a term inside the sentence rather than
-    after its full stop."""
+    - ``glued``: whether it continues the word before it, a SentencePiece piece that starts
+      with a letter or digit, not with the word-start mark ``▁`` (punctuation may follow a
+      word directly). None of them may follow a completed glossary term or sentinel.
+    - ``closing``: whether it ends a sentence, a piece of nothing but final punctuation
+      (``.``, ``▁.``, ``!``, ``?``, ``…``). None is written while a term or sentinel is
+      still to come, so the search puts a term inside the sentence, not after its full stop.
+    """
     pieces = tokenizer.pieces(range(tokenizer.vocab_size))
-    return tuple(bool(p.lstrip("▁")) and set(p.lstrip("▁")) <= SENTENCE_ENDS for p in pieces)
+    return {
+        "glued": tuple(bool(p) and p[0].isalnum() for p in pieces),
+        "closing": tuple(
+            bool(p.lstrip("▁")) and set(p.lstrip("▁")) <= SENTENCE_ENDS for p in pieces
+        ),
+    }
 
 
 def confidence(log_prob: float, n_tokens: int) -> float:
