@@ -34,6 +34,7 @@ from aiayn.text.documents import (
     DocumentTooLarge,
     Limits,
     Translated,
+    for_each,
     format_for,
 )
 from aiayn.workers.document_process import DocumentProcesses
@@ -162,9 +163,8 @@ async def translate_document_file(
             raise BadRequest(
                 f"Invalid request: request ({size}) exceeds text limit ({settings.char_limit})"
             )
-        distinct = list(dict.fromkeys(texts))  # each distinct text translated once
-        by_text = dict(zip(distinct, await translate(distinct) if texts else [], strict=True))
-        found = [by_text[t] for t in texts]
+        once = list(dict.fromkeys(texts))  # each distinct text translated once
+        found = for_each(texts, once, await translate(once) if once else [])
         with _as_api_errors():
             return await asyncio.to_thread(process.render, found, what=filename, target=target)
 

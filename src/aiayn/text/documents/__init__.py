@@ -44,6 +44,7 @@ __all__ = [
     "Translated",
     "each_once",
     "ending_as_sources",
+    "for_each",
     "format_for",
     "read_document",
     "render",
@@ -192,11 +193,18 @@ def each_once(
 ) -> list[Translated]:
     """``translate`` of ``texts``, each distinct text translated once (a catalogue's
     repeated strings, a document's repeated cells)."""
-    distinct = list(dict.fromkeys(texts))
-    found = [Translated(t) if isinstance(t, str) else t for t in translate(distinct)]
-    if len(found) != len(distinct):
-        raise ValueError(f"{len(found)} translations for {len(distinct)} texts")
-    by_text = dict(zip(distinct, found, strict=True))
+    once = list(dict.fromkeys(texts))
+    return for_each(texts, once, translate(once))
+
+
+def for_each(
+    texts: Sequence[str], once: Sequence[str], found: Sequence[str | Translated]
+) -> list[Translated]:
+    """The translation of each of ``texts``, from ``found``, those of the distinct ``once``."""
+    if len(found) != len(once):
+        raise ValueError(f"{len(found)} translations for {len(once)} texts")
+    pairs = zip(once, found, strict=True)
+    by_text = {t: Translated(f) if isinstance(f, str) else f for t, f in pairs}
     return [by_text[t] for t in texts]
 
 
