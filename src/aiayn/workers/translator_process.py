@@ -129,10 +129,11 @@ class ChildProcess:
             self._conn.send(None)
         end_child(self._process, self._conn, wait_s)
 
-    def _restart(self) -> None:
-        """A new process in place of one that ended unexpectedly, its model loaded."""
-        self.restarts += 1
-        end_child(self._process, self._conn, 5)
+    def _restart(self, *, crashed: bool = True) -> None:
+        """A new process, its model loaded, in place of one that ended unexpectedly
+        (``crashed``: counted in ``restarts``) or that is stopped at once."""
+        self.restarts += crashed
+        end_child(self._process, self._conn, 5 if crashed else 0)
         self._spawn()
         self.wait_ready()
 
@@ -194,8 +195,7 @@ class TranslatorProcess(ChildProcess):
             self._restart()
             raise DecoderCrashed("the decoding process ended unexpectedly; retry") from None
         except RequestAbandoned:
-            self.restarts -= 1  # asked for, not a crash
-            self._restart()
+            self._restart(crashed=False)
             raise
         if kind == "invalid":
             raise TranslationError(payload)
