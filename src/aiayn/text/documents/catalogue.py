@@ -41,7 +41,7 @@ from aiayn.text.documents.messages import (
     placeholders,
     protect_problem,
 )
-from aiayn.text.documents.yaml_catalogue import read_yaml
+from aiayn.text.documents.yaml_catalogue import YamlStore
 
 BARE_AMPERSAND = re.compile(r"&(?!(?:[A-Za-z][A-Za-z0-9]*|#\d+|#x[0-9A-Fa-f]+);)")
 SHOWN_KEYS = 3  # the summary names this many of the units it left untranslated
@@ -426,7 +426,7 @@ KINDS = {
         Kind("xliff", "XLIFF file", _xliff, bilingual=True, xml=True),
         Kind("json", "JSON file", _parsed("jsonl10n:JsonNestedFile"), bilingual=False),
         Kind("arb", "Flutter ARB file", _parsed("jsonl10n:ARBJsonFile"), bilingual=False),
-        Kind("yaml", "YAML file", read_yaml, bilingual=False),
+        Kind("yaml", "YAML file", YamlStore, bilingual=False),
         Kind(
             "android",
             "Android string resource",

@@ -67,10 +67,9 @@ class EpubDocument:
 
         for element, translation in zip(self._elements, translations, strict=True):
             element.text = translation
-        for tree in self._labels.values():
+        for tree in self._labels.values() if self.language else ():
             for language in tree.iter(f"{DC}language"):
-                if self.language:
-                    language.text = self.language
+                language.text = self.language
         return {
             name: etree.tostring(tree, xml_declaration=True, encoding="utf-8")
             for name, tree in self._labels.items()

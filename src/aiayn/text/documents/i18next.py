@@ -47,10 +47,11 @@ def _add_keys(node: Any, tags: Sequence[str]) -> None:
             last[found[1]] = key
     if not last:
         return
+    ends = {key: base for base, key in last.items()}  # a plural's last key: its base
     out = {}
     for key, value in node.items():
         out[key] = value
-        base = next((b for b, k in last.items() if k == key), None)
+        base = ends.get(key)
         if base is not None:
             for tag in tags:
                 out.setdefault(f"{base}_{tag}", node.get(f"{base}_{tag}", node[f"{base}_other"]))

@@ -150,7 +150,3 @@ def _rails_root(tree: Any) -> bool:
         and LOCALE.fullmatch(key) is not None
         and isinstance(tree[key], dict)
     )
-
-
-def read_yaml(data: bytes) -> YamlStore:
-    return YamlStore(data)
