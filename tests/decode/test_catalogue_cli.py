@@ -62,12 +62,16 @@ def test_min_confidence_marks_units_for_review(trained_model_dir, tmp_path, caps
     assert out.read_text().count('state="needs-review-translation"') == 2
 
 
-def test_retranslate_on_the_command_line(trained_model_dir, tmp_path, capsys):
+def test_retranslate_on_the_command_line(trained_model_dir, tmp_path, capsys, monkeypatch):
+    """``-o -`` writes to standard output, as ``-`` does for most commands (no file named -)."""
+    monkeypatch.chdir(tmp_path)
     source = tmp_path / "de.po"
     source.write_bytes(FILES["po"])
     argv = ["translate", "--model", str(trained_model_dir), "-i", str(source), "-o", "-"]
     assert main([*argv, "--beam", "1", "--retranslate"]) == 0
-    assert "4 units translated" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "4 units translated" in printed.err
+    assert 'msgstr "' in printed.out and not (tmp_path / "-").exists()
 
 
 def test_json_through_the_python_api_keeps_keys_and_placeholders(translator):

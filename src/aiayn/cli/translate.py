@@ -53,8 +53,13 @@ def add_parsers(sub) -> None:
     t.add_argument(
         "--target", metavar="LANG", help="with several --model: the language to translate to"
     )
-    t.add_argument("--input", "-i", help="input file, one sentence a line (default: stdin)")
-    t.add_argument("--output", "-o", help="output file (default: stdout)")
+    t.add_argument(
+        "--input",
+        "-i",
+        type=_file_or_std,
+        help="input file, one sentence a line (default or -: stdin)",
+    )
+    t.add_argument("--output", "-o", type=_file_or_std, help="output file (default or -: stdout)")
     add_search_options(t, "translate")
     t.add_argument(
         "--target-token",
@@ -336,6 +341,11 @@ def _format(index: int, hyps, args: argparse.Namespace) -> str:
         return f"{hyps[0].confidence:.4f}\t{hyps[0].text}\n" if args.scores else f"{hyps[0].text}\n"
     extra = (lambda h: f" ||| {h.confidence:.4f}") if args.scores else (lambda h: "")
     return "".join(f"{index} ||| {h.text} ||| {h.score:.4f}{extra(h)}\n" for h in hyps)
+
+
+def _file_or_std(value: str) -> str | None:
+    """A file's path; ``-`` (as for most commands): standard input or output, None."""
+    return None if value == "-" else value
 
 
 def _check_writable(output: str | None) -> None:
